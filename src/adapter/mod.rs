@@ -1,0 +1,14 @@
+//! The proxy-wasm adapter: maps Envoy's callbacks onto [`crate::Exchange`]
+//! and performs its plans. No decision about a stream is made here; the
+//! comments say where a host constraint shapes the code.
+
+mod host;
+mod http;
+mod root;
+
+proxy_wasm::main! {{
+    proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Trace);
+    proxy_wasm::set_root_context(|_| -> Box<dyn proxy_wasm::traits::RootContext> {
+        Box::new(root::Root::default())
+    });
+}}

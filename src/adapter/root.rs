@@ -1,0 +1,52 @@
+//! Root context: reads and validates the plugin configuration, defines the
+//! metrics, creates one HTTP context per stream.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::ContextType;
+
+use super::host::Metrics;
+use super::http::Stream;
+use crate::config::Settings;
+
+#[derive(Default)]
+pub struct Root {
+    settings: Arc<Settings>,
+    metrics: Rc<Metrics>,
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    /// Returning false makes Envoy refuse the plugin, so a bad configuration
+    /// never runs half-applied.
+    fn on_configure(&mut self, _size: usize) -> bool {
+        let bytes = self.get_plugin_configuration().unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        match Settings::from_json(&text) {
+            Ok(settings) => {
+                self.settings = Arc::new(settings);
+                self.metrics = Rc::new(Metrics::define());
+                log::info!("mcp-toon: configuration accepted");
+                true
+            }
+            Err(e) => {
+                log::error!("{e}");
+                false
+            }
+        }
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Stream::new(
+            Arc::clone(&self.settings),
+            Rc::clone(&self.metrics),
+        )))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}

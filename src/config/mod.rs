@@ -1,0 +1,251 @@
+//! Plugin configuration: parsed once (serde, unknown fields refused), then
+//! validated and resolved into [`Settings`]; a stream asks for the
+//! [`Policy`] of one server and tool.
+//!
+//! Precedence, most specific first: the matching server's `tools` entry, the
+//! top-level `tools` entry, the matching server, the top level, defaults.
+
+mod error;
+mod toon;
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+pub use error::ConfigError;
+pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
+
+/// Default cap on a buffered body: Envoy's default
+/// `per_connection_buffer_limit_bytes` is 1 MiB, and buffering past it resets
+/// the stream, so the plugin stops below it by default.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
+const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// Everything one layer (top level, server, tool) may set for the stages.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Patch {
+    #[serde(default)]
+    pub toon: ToonPatch,
+}
+
+impl Patch {
+    fn validate(&self, path: &str) -> Result<(), ConfigError> {
+        self.toon.validate(&join(path, "toon"))
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    toon: ToonPatch,
+    max_body_bytes: Option<u64>,
+    strip_accept_encoding: Option<bool>,
+    annotate_tools: Option<bool>,
+    #[serde(default)]
+    tools: HashMap<String, Patch>,
+    #[serde(default)]
+    servers: Vec<RawServer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    #[serde(rename = "match")]
+    matcher: Matcher,
+    #[serde(default)]
+    toon: ToonPatch,
+    #[serde(default)]
+    tools: HashMap<String, Patch>,
+}
+
+/// Which streams a `servers[]` entry applies to: every given key must equal
+/// the stream's value.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Matcher {
+    pub route: Option<String>,
+    pub cluster: Option<String>,
+    pub authority: Option<String>,
+}
+
+/// What the host knows about a stream that a server match can use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamInfo {
+    pub route: Option<String>,
+    pub cluster: Option<String>,
+    pub authority: Option<String>,
+}
+
+impl Matcher {
+    fn matches(&self, stream: &StreamInfo) -> bool {
+        fn one(want: &Option<String>, have: &Option<String>) -> bool {
+            match want {
+                None => true,
+                Some(w) => have.as_deref() == Some(w.as_str()),
+            }
+        }
+        one(&self.route, &stream.route)
+            && one(&self.cluster, &stream.cluster)
+            && one(&self.authority, &stream.authority)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Server {
+    matcher: Matcher,
+    patch: Patch,
+    tools: HashMap<String, Patch>,
+}
+
+/// A validated configuration, ready to resolve policies per stream and tool.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub max_body_bytes: usize,
+    pub strip_accept_encoding: bool,
+    pub annotate_tools: bool,
+    base: Patch,
+    tools: HashMap<String, Patch>,
+    servers: Vec<Server>,
+}
+
+/// The settings every stage uses for one block: one server, one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub toon: ToonSettings,
+}
+
+/// Index of the `servers[]` entry a stream matched, if any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerScope(Option<usize>);
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
+            strip_accept_encoding: true,
+            annotate_tools: false,
+            base: Patch::default(),
+            tools: HashMap::new(),
+            servers: Vec::new(),
+        }
+    }
+}
+
+impl Settings {
+    /// Parses and validates the plugin configuration. An empty text (Envoy
+    /// passes none when `configuration` is absent) means all defaults.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let raw: RawConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { String::new() } else { path };
+            ConfigError::new(field, clean_serde_message(&e.into_inner().to_string()))
+        })?;
+        de.end()
+            .map_err(|e| ConfigError::new("", format!("trailing characters: {e}")))?;
+        Self::resolve(raw)
+    }
+
+    fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
+        raw.toon.validate("toon")?;
+        let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_body_bytes",
+                max_body_bytes,
+                "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+            ));
+        }
+        validate_tools(&raw.tools, "tools")?;
+        let mut servers = Vec::with_capacity(raw.servers.len());
+        for (i, s) in raw.servers.into_iter().enumerate() {
+            let path = format!("servers[{i}]");
+            if s.matcher == Matcher::default() {
+                return Err(ConfigError::new(
+                    format!("{path}.match"),
+                    "needs at least one of `route`, `cluster`, `authority`",
+                ));
+            }
+            s.toon.validate(&format!("{path}.toon"))?;
+            validate_tools(&s.tools, &format!("{path}.tools"))?;
+            servers.push(Server {
+                matcher: s.matcher,
+                patch: Patch { toon: s.toon },
+                tools: s.tools,
+            });
+        }
+        Ok(Self {
+            max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
+            annotate_tools: raw.annotate_tools.unwrap_or(false),
+            base: Patch { toon: raw.toon },
+            tools: raw.tools,
+            servers,
+        })
+    }
+
+    /// The first `servers[]` entry whose every given key matches the stream.
+    pub fn server_for(&self, stream: &StreamInfo) -> ServerScope {
+        ServerScope(self.servers.iter().position(|s| s.matcher.matches(stream)))
+    }
+
+    /// Resolves the policy for one tool (or none, for a tool the request did
+    /// not name) on a stream of the given server scope.
+    pub fn policy(&self, scope: ServerScope, tool: Option<&str>) -> Policy {
+        let server = scope.0.and_then(|i| self.servers.get(i));
+        let mut layers: Vec<&Patch> = vec![&self.base];
+        if let Some(s) = server {
+            layers.push(&s.patch);
+        }
+        if let Some(t) = tool {
+            if let Some(p) = self.tools.get(t) {
+                layers.push(p);
+            }
+            if let Some(p) = server.and_then(|s| s.tools.get(t)) {
+                layers.push(p);
+            }
+        }
+        let mut toon = ToonSettings::default();
+        for layer in layers {
+            toon.apply(&layer.toon);
+        }
+        Policy { toon }
+    }
+}
+
+fn validate_tools(tools: &HashMap<String, Patch>, path: &str) -> Result<(), ConfigError> {
+    // Sorted so the first error reported does not depend on hash order.
+    let mut names: Vec<&String> = tools.keys().collect();
+    names.sort();
+    for name in names {
+        if let Some(p) = tools.get(name) {
+            p.validate(&format!("{path}.{name}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn join(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
+/// serde appends " at line L column C" to its messages; the field path says
+/// more to an operator than a position in a one-line JSON string.
+fn clean_serde_message(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message.get(..i).unwrap_or(message).to_string(),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,24 @@
+//! mcp-toon: cut the tokens AI agents pay for MCP `tools/call` results.
+//!
+//! The crate is a host-agnostic core (configuration, the MCP message model,
+//! the stages and the pipeline that orders them, the per-stream exchange and
+//! its report) plus thin adapters behind cargo features. Nothing outside
+//! `adapter` knows about proxy-wasm.
+
+pub mod config;
+pub mod exchange;
+pub mod json;
+pub mod marker;
+pub mod mcp;
+pub mod outcome;
+pub mod pipeline;
+pub mod report;
+pub mod stage;
+
+#[cfg(all(feature = "plugin", target_arch = "wasm32"))]
+mod adapter;
+
+pub use config::{ConfigError, Settings};
+pub use exchange::Exchange;
+pub use outcome::{Outcome, Reason};
+pub use report::{Decision, Report};

@@ -1,0 +1,117 @@
+//! The header in front of a TOON emission: the decode contract with agents.
+//!
+//! `marker`: the marker line, a newline, the TOON text.
+//! `fence`:  the marker line, then the TOON text inside a fence opened with
+//!           ```` ```toon ```` (the form the TOON README recommends for model
+//!           input). CommonMark §4.5: a fence closes only on a run of at least
+//!           as many backticks as opened it, so the run is one longer than
+//!           the longest run inside the text (and at least three).
+//! `none`:   the bare TOON text.
+
+use crate::config::{Header, MARKER_PREFIX};
+
+/// Wraps a TOON text in the configured header.
+pub fn wrap(toon: &str, header: Header, marker: &str) -> String {
+    match header {
+        Header::None => toon.to_string(),
+        Header::Marker => {
+            let mut out = String::with_capacity(marker.len() + 1 + toon.len());
+            out.push_str(marker);
+            out.push('\n');
+            out.push_str(toon);
+            out
+        }
+        Header::Fence => {
+            let fence = "`".repeat(longest_backtick_run(toon).max(2) + 1);
+            let mut out = String::with_capacity(marker.len() + 2 * fence.len() + toon.len() + 8);
+            out.push_str(marker);
+            out.push('\n');
+            out.push_str(&fence);
+            out.push_str("toon\n");
+            out.push_str(toon);
+            out.push('\n');
+            out.push_str(&fence);
+            out
+        }
+    }
+}
+
+/// Removes the header `wrap` added, returning the TOON text; `None` when the
+/// text does not have that header.
+pub fn unwrap(text: &str, header: Header) -> Option<&str> {
+    match header {
+        Header::None => Some(text),
+        Header::Marker => {
+            let (first, rest) = text.split_once('\n')?;
+            first.starts_with(MARKER_PREFIX).then_some(rest)
+        }
+        Header::Fence => {
+            let (first, rest) = text.split_once('\n')?;
+            if !first.starts_with(MARKER_PREFIX) {
+                return None;
+            }
+            let (open, body) = rest.split_once('\n')?;
+            let fence = open.strip_suffix("toon")?;
+            if fence.len() < 3 || !fence.bytes().all(|b| b == b'`') {
+                return None;
+            }
+            body.strip_suffix(fence)?.strip_suffix('\n')
+        }
+    }
+}
+
+/// A block that already carries the marker is never encoded again.
+pub fn is_encoded(text: &str) -> bool {
+    text.starts_with(MARKER_PREFIX)
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for b in text.bytes() {
+        if b == b'`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    longest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: &str = "[mcp-toon/v1] test";
+
+    #[test]
+    fn marker_form_is_one_line_then_toon() {
+        assert_eq!(wrap("a: 1", Header::Marker, M), "[mcp-toon/v1] test\na: 1");
+        assert_eq!(
+            unwrap("[mcp-toon/v1] test\na: 1", Header::Marker),
+            Some("a: 1")
+        );
+    }
+
+    #[test]
+    fn fence_outgrows_backtick_runs_inside() {
+        let toon = "a: \"x````y\"";
+        let out = wrap(toon, Header::Fence, M);
+        assert_eq!(out, "[mcp-toon/v1] test\n`````toon\na: \"x````y\"\n`````");
+        assert_eq!(unwrap(&out, Header::Fence), Some(toon));
+        let plain = wrap("a: 1", Header::Fence, M);
+        assert_eq!(plain, "[mcp-toon/v1] test\n```toon\na: 1\n```");
+    }
+
+    #[test]
+    fn none_is_bare() {
+        assert_eq!(wrap("a: 1", Header::None, M), "a: 1");
+    }
+
+    #[test]
+    fn recognises_marker() {
+        assert!(is_encoded("[mcp-toon/v1] x\n..."));
+        assert!(!is_encoded(" [mcp-toon/v1]"));
+    }
+}

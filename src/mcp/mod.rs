@@ -1,0 +1,33 @@
+//! The slice of the MCP message model the plugin needs (JSON-RPC 2.0 over
+//! Streamable HTTP, MCP revision 2025-06-18): which requests a body carries,
+//! and where in a response body each tool-result text lives, as byte spans
+//! so a rewrite changes nothing else.
+
+mod edit;
+mod request;
+mod response;
+
+pub use edit::Edits;
+pub use request::{Call, RequestInfo};
+pub use response::{
+    parse_messages, text_items, tool_entries, tool_result, ContentItem, Message, ToolEntry,
+    ToolResult,
+};
+
+use serde_json::value::RawValue;
+
+/// The method whose results the stages rewrite (MCP 2025-06-18,
+/// "Tools" → "Calling Tools").
+pub const TOOLS_CALL: &str = "tools/call";
+/// The listing `annotate_tools` adds the decode hint to.
+pub const TOOLS_LIST: &str = "tools/list";
+
+/// A JSON-RPC id as a canonical string (its JSON text after a re-parse, so
+/// `"a\u0062"` and `"ab"` match), used to pair responses with requests.
+pub fn id_key(raw: &RawValue) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    match v {
+        serde_json::Value::String(_) | serde_json::Value::Number(_) => Some(v.to_string()),
+        _ => None,
+    }
+}

@@ -1,0 +1,134 @@
+//! Response bodies, parsed into borrowed spans (JSON-RPC 2.0 §5; MCP
+//! 2025-06-18 "Tools": a `CallToolResult` has `content[]`, optional
+//! `structuredContent` and `isError`).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::id_key;
+
+/// One JSON-RPC response of a body.
+#[derive(Debug)]
+pub struct Message<'a> {
+    pub id: Option<String>,
+    pub result: Option<&'a RawValue>,
+    pub is_error_response: bool,
+}
+
+#[derive(Deserialize)]
+struct RawMessage<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+}
+
+/// The messages of a body: one object, or a batch array. `None` when the
+/// body is not that (or has a known field twice: JSON-RPC cannot say which
+/// one counts, so the body is left alone).
+pub fn parse_messages(text: &str) -> Option<Vec<Message<'_>>> {
+    let raws: Vec<&RawValue> = if text.trim_start().starts_with('[') {
+        serde_json::from_str(text).ok()?
+    } else {
+        vec![serde_json::from_str(text).ok()?]
+    };
+    let mut out = Vec::with_capacity(raws.len());
+    for raw in raws {
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        let m: RawMessage = serde_json::from_str(raw.get()).ok()?;
+        out.push(Message {
+            id: m.id.and_then(id_key),
+            result: m.result,
+            is_error_response: m.error.is_some(),
+        });
+    }
+    Some(out)
+}
+
+/// A `CallToolResult`.
+#[derive(Debug, Deserialize)]
+pub struct ToolResult<'a> {
+    #[serde(borrow)]
+    pub content: Option<Vec<&'a RawValue>>,
+    #[serde(rename = "isError", default)]
+    pub is_error: Option<bool>,
+}
+
+/// Reads a `CallToolResult` from a `result` span.
+pub fn tool_result<'a>(result: &'a RawValue) -> Option<ToolResult<'a>> {
+    if !result.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(result.get()).ok()
+}
+
+/// A content item; `text` is set for `type: "text"` items.
+#[derive(Debug, Deserialize)]
+pub struct ContentItem<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub text: Option<&'a RawValue>,
+}
+
+/// The content items, in order, each parsed or `None` when malformed.
+pub fn text_items<'a>(content: &[&'a RawValue]) -> Vec<Option<ContentItem<'a>>> {
+    content
+        .iter()
+        .map(|raw| {
+            if raw.get().starts_with('{') {
+                serde_json::from_str::<ContentItem>(raw.get()).ok()
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// One tool of a `tools/list` result.
+#[derive(Debug)]
+pub struct ToolEntry<'a> {
+    pub raw: &'a RawValue,
+    pub name: Option<String>,
+    pub description: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RawListResult<'a> {
+    #[serde(borrow)]
+    tools: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct RawTool<'a> {
+    name: Option<String>,
+    #[serde(borrow)]
+    description: Option<&'a RawValue>,
+}
+
+/// The tools of a `tools/list` result.
+pub fn tool_entries<'a>(result: &'a RawValue) -> Option<Vec<ToolEntry<'a>>> {
+    if !result.get().starts_with('{') {
+        return None;
+    }
+    let list: RawListResult = serde_json::from_str(result.get()).ok()?;
+    let mut out = Vec::new();
+    for raw in list.tools? {
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        let t: RawTool = serde_json::from_str(raw.get()).ok()?;
+        out.push(ToolEntry {
+            raw,
+            name: t.name,
+            description: t.description,
+        });
+    }
+    Some(out)
+}

@@ -1,0 +1,122 @@
+//! What happened to a block or a whole response, and why: the vocabulary of
+//! the decision record, the metrics and the `x-mcp-toon` header.
+
+/// The stage that made a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Whole-response checks before any block is looked at.
+    Response,
+    /// TOON encoding of a text block.
+    Toon,
+    /// The `annotate_tools` hint in a `tools/list` response.
+    Annotate,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Response => "response",
+            Stage::Toon => "toon",
+            Stage::Annotate => "annotate",
+        }
+    }
+}
+
+/// A decision: the block (or response) changed, or passed through for a
+/// named reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Encoded,
+    Annotated,
+    Passthrough(Reason),
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Encoded => "encoded",
+            Outcome::Annotated => "annotated",
+            Outcome::Passthrough(_) => "passthrough",
+        }
+    }
+
+    pub fn changed(self) -> bool {
+        !matches!(self, Outcome::Passthrough(_))
+    }
+}
+
+macro_rules! reasons {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// Why something passed through unchanged. Every reason has a metric
+        /// `mcp_toon_passthrough_<name>`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Reason {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, for hosts that define their metrics up front.
+            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+
+            /// Snake-case name used in metrics, logs and the decision record.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Reason::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    /// The request was not a JSON-RPC body (or not a POST with JSON).
+    RequestNotJsonRpc => "request_not_jsonrpc",
+    /// The request body was larger than `max_body_bytes`.
+    RequestTooLarge => "request_too_large",
+    /// No `tools/call` (or, with `annotate_tools`, `tools/list`) in the request.
+    NotToolsCall => "not_tools_call",
+    /// The response is not `application/json`.
+    NotJsonResponse => "not_json_response",
+    /// The response is an SSE stream (handled in a later release).
+    EventStream => "event_stream",
+    /// The response carries a `content-encoding` other than identity.
+    ContentEncoding => "content_encoding",
+    /// The response body was larger than `max_body_bytes`.
+    ResponseTooLarge => "response_too_large",
+    /// The response status is not 2xx.
+    HttpStatus => "http_status",
+    /// The response body is not valid UTF-8.
+    InvalidUtf8 => "invalid_utf8",
+    /// The response body is not one JSON-RPC message or batch.
+    MalformedResponse => "malformed_response",
+    /// A JSON-RPC error response.
+    JsonRpcError => "jsonrpc_error",
+    /// A tool result with `isError: true`.
+    IsError => "is_error",
+    /// A response whose id matches no `tools/call` of the request.
+    UnknownId => "unknown_id",
+    /// The tool result has no `content` array.
+    NoContent => "no_content",
+    /// The resolved mode for this tool is `off`.
+    ModeOff => "mode_off",
+    /// The text already starts with the marker.
+    AlreadyEncoded => "already_encoded",
+    /// The text is shorter than `toon.min_bytes`.
+    BelowMinBytes => "below_min_bytes",
+    /// The text is not exactly one JSON value.
+    NotJson => "not_json",
+    /// The JSON is not a table (see the classifier).
+    NotTabular => "not_tabular",
+    /// The emission is not `min_savings_pct` smaller than the block.
+    BelowThreshold => "below_threshold",
+    /// A number would not survive TOON exactly (beyond 2^64, `-0`, too many digits).
+    LossyNumber => "lossy_number",
+    /// An object has the same key twice.
+    DuplicateKeys => "duplicate_keys",
+    /// The emission did not decode back to the original value.
+    VerifyFailed => "verify_failed",
+    /// The TOON encoder returned an error.
+    EncodeError => "encode_error",
+    /// A content item with a `text` that is not a string, or another shape error.
+    MalformedContent => "malformed_content",
+}

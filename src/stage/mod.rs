@@ -1,0 +1,39 @@
+//! The stages a text block goes through, in the order the pipeline runs
+//! them. Each stage is a pure function of the block text and its resolved
+//! settings.
+
+pub mod toon;
+
+/// Bytes a string takes as a JSON string literal the way `serde_json`
+/// writes it (RFC 8259 §7: `"` and `\` and control characters escaped,
+/// the short forms where they exist, everything else verbatim), quotes
+/// included. Lets a stage compare wire sizes without serialising.
+pub fn literal_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn literal_len_matches_serde_json() {
+        for s in [
+            "",
+            "plain",
+            "q\"b\\",
+            "n\nr\rt\t\u{8}\u{c}",
+            "\u{1}\u{1f}",
+            "é€😀",
+            "\u{7f}",
+        ] {
+            let expected = serde_json::to_string(s).map(|x| x.len()).unwrap_or(0);
+            assert_eq!(super::literal_len(s), expected, "{s:?}");
+        }
+    }
+}

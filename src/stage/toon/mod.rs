@@ -1,0 +1,110 @@
+//! The TOON stage: re-encode a JSON text block as TOON (spec v4) when, and
+//! only when, the complete emission is smaller and decodes back to the same
+//! value.
+
+mod classify;
+
+pub use classify::{classify, NotTable};
+
+use serde_json::Value;
+use toon_format::types::Number as ToonNumber;
+use toon_format::utils::format_canonical_number;
+use toon_format::{DecodeOptions, EncodeOptions};
+
+use crate::config::{Mode, ToonSettings};
+use crate::json::{self, Decimal, StrictError};
+use crate::marker;
+use crate::outcome::Reason;
+use crate::stage::literal_len;
+
+/// Encodes one text block, or says why it stays as it is.
+///
+/// `literal_len` is the size of the block's JSON string literal on the wire;
+/// adaptive mode never lets that grow either.
+pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
+    if s.mode == Mode::Off {
+        return Err(Reason::ModeOff);
+    }
+    if marker::is_encoded(text) {
+        return Err(Reason::AlreadyEncoded);
+    }
+    let adaptive = s.mode == Mode::Adaptive;
+    if adaptive && text.len() < s.min_bytes {
+        return Err(Reason::BelowMinBytes);
+    }
+    let value: Value = serde_json::from_str(text).map_err(|_| Reason::NotJson)?;
+    if adaptive {
+        classify(&value, s.min_rows, s.key_presence_pct).map_err(|_| Reason::NotTabular)?;
+    }
+    if !json::all_numbers(&value, &mut |n| survives(n)) {
+        return Err(Reason::LossyNumber);
+    }
+    let toon = to_toon(&value).ok_or(Reason::EncodeError)?;
+    let emission = marker::wrap(&toon, s.header, &s.marker);
+    if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+        return Err(Reason::BelowThreshold);
+    }
+    if adaptive && literal_len(&emission) > wire_len {
+        return Err(Reason::BelowThreshold);
+    }
+    // Duplicate keys parse, but a Value keeps one of them: a rewrite would
+    // silently drop the other. Checked only for blocks about to change.
+    if let Err(StrictError::DuplicateKey) = json::parse_strict(text) {
+        return Err(Reason::DuplicateKeys);
+    }
+    if s.verify && !decodes_to(&toon, &value) {
+        return Err(Reason::VerifyFailed);
+    }
+    Ok(emission)
+}
+
+/// `after` is at least `pct` % smaller than `before`, in exact integer
+/// arithmetic so the boundary is where the configuration says it is.
+pub fn smaller_enough(before: usize, after: usize, pct: u64) -> bool {
+    (after as u128) * 100 <= (before as u128) * u128::from(100 - pct.min(100))
+}
+
+/// Plain TOON encoding of a JSON value with the spec's default options
+/// (two-space indent, comma delimiter). `None` when the encoder refuses.
+pub fn to_toon(value: &Value) -> Option<String> {
+    let opts = EncodeOptions::default();
+    match value {
+        Value::Array(_) => toon_format::encode_array(value, &opts).ok(),
+        Value::Object(_) => toon_format::encode_object(value, &opts).ok(),
+        _ => toon_format::encode(value, &opts).ok(),
+    }
+}
+
+/// Decodes a TOON text into JSON (strict mode, spec §14).
+pub fn from_toon(toon: &str) -> Option<Value> {
+    toon_format::decode::<Value>(toon, &DecodeOptions::default()).ok()
+}
+
+fn decodes_to(toon: &str, original: &Value) -> bool {
+    from_toon(toon).is_some_and(|decoded| json::same_value(&decoded, original))
+}
+
+/// A number survives TOON when the canonical form the encoder writes for it
+/// (TOON v4 §2: no exponent, no trailing zeros, `-0` as `0`) has exactly the
+/// source's decimal value. Integers beyond 2^64 and floats with more digits
+/// than an f64 holds do not.
+fn survives(n: &serde_json::Number) -> bool {
+    let toon_number = if let Some(i) = n.as_i64() {
+        ToonNumber::from(i)
+    } else if let Some(u) = n.as_u64() {
+        ToonNumber::from(u)
+    } else {
+        match n.as_f64().and_then(ToonNumber::from_f64) {
+            Some(f) => f,
+            None => return false,
+        }
+    };
+    let canonical = format_canonical_number(&toon_number);
+    match (Decimal::parse(&n.to_string()), Decimal::parse(&canonical)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;
