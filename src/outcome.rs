@@ -111,6 +111,8 @@ reasons! {
     BelowThreshold => "below_threshold",
     /// A number would not survive TOON exactly (beyond 2^64, `-0`, too many digits).
     LossyNumber => "lossy_number",
+    /// Rows list their keys in different orders; one TOON header cannot keep them.
+    KeyOrder => "key_order",
     /// An object has the same key twice.
     DuplicateKeys => "duplicate_keys",
     /// The emission did not decode back to the original value.
