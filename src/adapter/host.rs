@@ -26,12 +26,9 @@ impl Metrics {
     }
 
     pub fn record(&self, report: &Report) {
-        for decision in &report.decisions {
-            for (name, amount) in decision.metrics() {
-                if let Some(id) = self.ids.get(&name) {
-                    let _ =
-                        hostcalls::increment_metric(*id, i64::try_from(amount).unwrap_or(i64::MAX));
-                }
+        for (name, amount) in report.metrics() {
+            if let Some(id) = self.ids.get(&name) {
+                let _ = hostcalls::increment_metric(*id, i64::try_from(amount).unwrap_or(i64::MAX));
             }
         }
     }

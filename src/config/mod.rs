@@ -7,6 +7,7 @@
 
 mod error;
 mod toon;
+mod trim;
 
 use std::collections::HashMap;
 
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
+pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
 /// Default cap on a buffered body: Envoy's default
 /// `per_connection_buffer_limit_bytes` is 1 MiB, and buffering past it resets
@@ -27,6 +29,8 @@ const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
 pub struct Patch {
     #[serde(default)]
     pub toon: ToonPatch,
+    #[serde(default)]
+    pub trim: TrimPatch,
 }
 
 impl Patch {
@@ -40,6 +44,8 @@ impl Patch {
 struct RawConfig {
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    trim: TrimSection,
     max_body_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
@@ -56,6 +62,8 @@ struct RawServer {
     matcher: Matcher,
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    trim: TrimPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -105,6 +113,9 @@ pub struct Settings {
     pub max_body_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
+    /// The trim endpoint; `enabled` here is the top-level default, see
+    /// [`Policy::trim`] for the resolved per-tool value.
+    pub trim: TrimSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
@@ -114,6 +125,8 @@ pub struct Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     pub toon: ToonSettings,
+    /// Whether the trim stage runs for this tool.
+    pub trim: bool,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -126,6 +139,7 @@ impl Default for Settings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
+            trim: TrimSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
@@ -144,7 +158,13 @@ impl Settings {
         let raw: RawConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { String::new() } else { path };
-            ConfigError::new(field, clean_serde_message(&e.into_inner().to_string()))
+            // serde quotes offending values; a credential must not reach a log.
+            let message = if field.ends_with("client_secret") || field.ends_with("client_id") {
+                "must be a string".to_string()
+            } else {
+                clean_serde_message(&e.into_inner().to_string())
+            };
+            ConfigError::new(field, message)
         })?;
         de.end()
             .map_err(|e| ConfigError::new("", format!("trailing characters: {e}")))?;
@@ -153,6 +173,8 @@ impl Settings {
 
     fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
+        let trim_enabled = raw.trim.enabled;
+        let trim = raw.trim.resolve()?;
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
@@ -175,7 +197,10 @@ impl Settings {
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
-                patch: Patch { toon: s.toon },
+                patch: Patch {
+                    toon: s.toon,
+                    trim: s.trim,
+                },
                 tools: s.tools,
             });
         }
@@ -183,7 +208,13 @@ impl Settings {
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
-            base: Patch { toon: raw.toon },
+            trim,
+            base: Patch {
+                toon: raw.toon,
+                trim: TrimPatch {
+                    enabled: trim_enabled,
+                },
+            },
             tools: raw.tools,
             servers,
         })
@@ -211,10 +242,12 @@ impl Settings {
             }
         }
         let mut toon = ToonSettings::default();
+        let mut trim = false;
         for layer in layers {
             toon.apply(&layer.toon);
+            trim = layer.trim.enabled.unwrap_or(trim);
         }
-        Policy { toon }
+        Policy { toon, trim }
     }
 }
 
