@@ -7,8 +7,9 @@ use std::sync::Arc;
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::Reason;
-use crate::pipeline;
+use crate::pipeline::{self, Job};
 use crate::report::{Decision, Report};
+use crate::stage::trim::{LlmReply, LlmRequest};
 
 /// What the host knows when request headers arrive.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +28,9 @@ pub struct RequestPlan {
     pub strip_accept_encoding: bool,
     /// Buffer the body and hand it over when complete.
     pub read_body: bool,
+    /// The body may be rewritten (intent argument removed): the old
+    /// `content-length` must not go upstream.
+    pub remove_content_length: bool,
 }
 
 /// What the host knows when response headers arrive.
@@ -46,6 +50,16 @@ pub enum ResponsePlan {
     /// Buffer the whole body; remove `content-length` if headers must go out
     /// before the body is rewritten.
     Buffer,
+}
+
+/// What the finished response needs.
+#[derive(Debug)]
+pub enum Completion {
+    /// Send this body (`None`: the original bytes).
+    Done(Option<Vec<u8>>),
+    /// Make this call, keep the response paused, then call
+    /// [`Exchange::llm_reply`].
+    Callout(LlmRequest),
 }
 
 /// What to do with a body chunk.
@@ -78,6 +92,7 @@ pub struct Exchange {
     scope: ServerScope,
     phase: Phase,
     request: RequestInfo,
+    job: Option<Job>,
     report: Report,
 }
 
@@ -88,6 +103,7 @@ impl Exchange {
             scope: ServerScope::default(),
             phase: Phase::Request,
             request: RequestInfo::default(),
+            job: None,
             report: Report::default(),
         }
     }
@@ -111,6 +127,7 @@ impl Exchange {
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
+            remove_content_length: self.strips_intent(),
         }
     }
 
@@ -129,19 +146,38 @@ impl Exchange {
         }
     }
 
-    pub fn request_complete(&mut self, body: &[u8]) {
-        let Some(info) = RequestInfo::parse(body) else {
+    fn strips_intent(&self) -> bool {
+        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    }
+
+    /// The complete request body; returns the body to send upstream if it
+    /// changed (the intent argument taken out of `tools/call` arguments).
+    pub fn request_complete(&mut self, body: &[u8]) -> Option<Vec<u8>> {
+        let arg = self
+            .settings
+            .trim_anywhere()
+            .then_some(self.settings.trim.intent_argument.as_str());
+        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
             self.pass(Reason::RequestNotJsonRpc);
-            return;
+            return None;
+        };
+        let rewritten = if self.strips_intent() && info.has_method(mcp::TOOLS_CALL) {
+            std::str::from_utf8(body)
+                .ok()
+                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
+                .map(String::into_bytes)
+        } else {
+            None
         };
         let wanted = info.has_method(mcp::TOOLS_CALL)
-            || (self.settings.annotate_tools && info.has_method(mcp::TOOLS_LIST));
-        if !wanted {
+            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
+        if wanted {
+            self.request = info;
+            self.phase = Phase::Interested;
+        } else {
             self.pass(Reason::NotToolsCall);
-            return;
         }
-        self.request = info;
-        self.phase = Phase::Interested;
+        rewritten
     }
 
     pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
@@ -191,16 +227,34 @@ impl Exchange {
         }
     }
 
-    /// The complete response body; returns the body to send if it changed.
-    pub fn response_complete(&mut self, body: &[u8]) -> Option<Vec<u8>> {
+    /// The complete response body: either the body to send, or a callout
+    /// to make first.
+    pub fn response_complete(&mut self, body: Vec<u8>) -> Completion {
         self.phase = Phase::Done;
-        pipeline::process_response(
+        let Some(job) = pipeline::start(
             &self.settings,
             self.scope,
             &self.request,
             body,
             &mut self.report,
-        )
+        ) else {
+            return Completion::Done(None);
+        };
+        match job.callout().cloned() {
+            Some(request) => {
+                self.job = Some(job);
+                Completion::Callout(request)
+            }
+            None => Completion::Done(job.finish(&self.settings, None, &mut self.report)),
+        }
+    }
+
+    /// The reply to the callout [`Exchange::response_complete`] asked for;
+    /// returns the body to send if it changed. Without a pending callout it
+    /// changes nothing.
+    pub fn llm_reply(&mut self, reply: &LlmReply) -> Option<Vec<u8>> {
+        let job = self.job.take()?;
+        job.finish(&self.settings, Some(reply), &mut self.report)
     }
 
     pub fn report(&self) -> &Report {

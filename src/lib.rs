@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod exchange;
+pub mod intent;
 pub mod json;
 pub mod marker;
 pub mod mcp;

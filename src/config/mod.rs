@@ -119,6 +119,8 @@ pub struct Settings {
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
+    /// Some layer enables trim: requests must be read for intents.
+    trim_anywhere: bool,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -143,6 +145,7 @@ impl Default for Settings {
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
+            trim_anywhere: false,
         }
     }
 }
@@ -204,7 +207,14 @@ impl Settings {
                 tools: s.tools,
             });
         }
+        let enables = |p: &Patch| p.trim.enabled == Some(true);
+        let trim_anywhere = trim_enabled == Some(true)
+            || raw.tools.values().any(enables)
+            || servers
+                .iter()
+                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
         Ok(Self {
+            trim_anywhere,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
@@ -218,6 +228,17 @@ impl Settings {
             tools: raw.tools,
             servers,
         })
+    }
+
+    /// True when some layer enables trim, so requests carry intents worth
+    /// reading (and, with `advertise_intent`, arguments worth stripping).
+    pub fn trim_anywhere(&self) -> bool {
+        self.trim_anywhere
+    }
+
+    /// True when `tools/list` responses may change.
+    pub fn rewrites_listings(&self) -> bool {
+        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.

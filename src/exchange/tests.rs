@@ -44,12 +44,13 @@ fn into_tool_call(e: &mut Exchange) {
         plan,
         RequestPlan {
             strip_accept_encoding: true,
-            read_body: true
+            read_body: true,
+            remove_content_length: false
         }
     );
     assert_eq!(e.request_body(10, false), BodyStep::Wait);
     assert_eq!(e.request_body(CALL.len(), true), BodyStep::Ready);
-    e.request_complete(CALL);
+    assert_eq!(e.request_complete(CALL), None);
 }
 
 #[test]
@@ -66,7 +67,10 @@ fn a_tool_call_is_buffered_and_rewritten() {
         json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}})
             .to_string();
     assert_eq!(e.response_body(body.len(), true), BodyStep::Ready);
-    assert!(e.response_complete(body.as_bytes()).is_some());
+    assert!(matches!(
+        e.response_complete(body.into_bytes()),
+        Completion::Done(Some(_))
+    ));
     assert_eq!(reasons(&e), vec![Outcome::Encoded]);
 }
 

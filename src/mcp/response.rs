@@ -97,6 +97,7 @@ pub struct ToolEntry<'a> {
     pub raw: &'a RawValue,
     pub name: Option<String>,
     pub description: Option<&'a RawValue>,
+    pub input_schema: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +111,8 @@ struct RawTool<'a> {
     name: Option<String>,
     #[serde(borrow)]
     description: Option<&'a RawValue>,
+    #[serde(rename = "inputSchema", borrow)]
+    input_schema: Option<&'a RawValue>,
 }
 
 /// The tools of a `tools/list` result.
@@ -128,6 +131,7 @@ pub fn tool_entries<'a>(result: &'a RawValue) -> Option<Vec<ToolEntry<'a>>> {
             raw,
             name: t.name,
             description: t.description,
+            input_schema: t.input_schema,
         });
     }
     Some(out)
