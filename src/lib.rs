@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod outcome;
 pub mod pipeline;
 pub mod report;
+pub mod sse;
 pub mod stage;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
