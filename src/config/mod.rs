@@ -47,6 +47,7 @@ struct RawConfig {
     #[serde(default)]
     trim: TrimSection,
     max_body_bytes: Option<u64>,
+    max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
     #[serde(default)]
@@ -111,6 +112,9 @@ struct Server {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub max_body_bytes: usize,
+    /// Largest SSE event the plugin holds to rewrite; larger ones stream
+    /// through unmodified.
+    pub max_event_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
     /// The trim endpoint; `enabled` here is the top-level default, see
@@ -139,6 +143,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
+            max_event_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
             trim: TrimSettings::default(),
@@ -186,6 +191,14 @@ impl Settings {
                 "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
             ));
         }
+        let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_event_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_event_bytes",
+                max_event_bytes,
+                "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+            ));
+        }
         validate_tools(&raw.tools, "tools")?;
         let mut servers = Vec::with_capacity(raw.servers.len());
         for (i, s) in raw.servers.into_iter().enumerate() {
@@ -216,6 +229,7 @@ impl Settings {
         Ok(Self {
             trim_anywhere,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
             trim,

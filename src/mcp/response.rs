@@ -22,6 +22,8 @@ struct RawMessage<'a> {
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow)]
     result: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
@@ -42,6 +44,11 @@ pub fn parse_messages(text: &str) -> Option<Vec<Message<'_>>> {
             return None;
         }
         let m: RawMessage = serde_json::from_str(raw.get()).ok()?;
+        // A request or notification from the server (sampling, progress):
+        // its id lives in the server's id space, never one of ours.
+        if m.method.is_some() {
+            continue;
+        }
         out.push(Message {
             id: m.id.and_then(id_key),
             result: m.result,

@@ -1,8 +1,21 @@
 //! One HTTP stream as the core sees it: request head and body, response head
-//! and body. Every decision about a stream is made here, so an adapter only
-//! relays host events and performs the plan it gets back.
+//! and body, and the answer to a trim callout. Every decision about a stream
+//! is made here, so an adapter only relays host events and performs the
+//! [`Step`] it gets back.
+//!
+//! Three response shapes (MCP 2025-06-18 "Transports"):
+//! - `application/json` answering a POST: buffered whole, then rewritten;
+//! - `text/event-stream` answering a POST: events rewritten one by one as
+//!   they complete ([`stream`]);
+//! - the long-lived GET stream of the 2024-11-05 HTTP+SSE transport, whose
+//!   requests arrive as POSTs on other streams ([`session`]).
+
+mod session;
+mod stream;
 
 use std::sync::Arc;
+
+pub use session::{NoSessions, SessionStore};
 
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::mcp::{self, RequestInfo};
@@ -16,7 +29,10 @@ use crate::stage::trim::{LlmReply, LlmRequest};
 pub struct RequestHead<'a> {
     pub stream: &'a StreamInfo,
     pub method: &'a str,
+    /// `:path`, query included.
+    pub path: &'a str,
     pub content_type: Option<&'a str>,
+    pub accept: Option<&'a str>,
     /// No body follows.
     pub end_of_stream: bool,
 }
@@ -47,40 +63,50 @@ pub struct ResponseHead<'a> {
 pub enum ResponsePlan {
     /// Leave the response alone.
     Pass,
-    /// Buffer the whole body; remove `content-length` if headers must go out
-    /// before the body is rewritten.
+    /// Buffer the whole body (JSON); its length may change.
     Buffer,
+    /// Rewrite the body chunk by chunk (SSE); its length may change.
+    Stream,
 }
 
-/// What the finished response needs.
-#[derive(Debug)]
-pub enum Completion {
-    /// Send this body (`None`: the original bytes).
-    Done(Option<Vec<u8>>),
-    /// Make this call, keep the response paused, then call
-    /// [`Exchange::llm_reply`].
-    Callout(LlmRequest),
-}
-
-/// What to do with a body chunk.
+/// What to do with a body chunk, before reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyStep {
     /// Keep buffering.
     Wait,
     /// Release everything buffered unchanged and stop looking.
     Pass,
-    /// The body is complete: hand it over.
+    /// The body is complete: hand it to [`Exchange::response_complete`].
     Ready,
+    /// Hand everything buffered to [`Exchange::stream_body`].
+    Stream,
+}
+
+/// What to do with the buffered response bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Let the buffered bytes go as they are.
+    Continue,
+    /// Replace everything buffered with these bytes (possibly empty), then
+    /// let them go.
+    Replace(Vec<u8>),
+    /// Keep everything buffered: a callout is pending.
+    Hold,
+    /// Make this call and keep everything buffered; hand its outcome to
+    /// [`Exchange::callout_reply`].
+    Callout(LlmRequest),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Waiting for a request body worth reading.
     Request,
-    /// The request is a tool call (or listing) worth answering for.
+    /// The request is a tool call (or listing, or a legacy event stream).
     Interested,
-    /// Buffering the response body.
+    /// Buffering a JSON response body.
     Buffering,
+    /// Rewriting an event stream.
+    Streaming,
     /// Nothing more to do on this stream.
     Done,
 }
@@ -92,7 +118,14 @@ pub struct Exchange {
     scope: ServerScope,
     phase: Phase,
     request: RequestInfo,
+    /// The 2024-11-05 GET event stream: requests come from other streams.
+    legacy: bool,
+    /// The 2024-11-05 session: from a POST's query, or a GET stream's
+    /// `endpoint` event.
+    session: Option<String>,
+    /// A JSON body waiting for its callout.
     job: Option<Job>,
+    stream: Option<stream::SseState>,
     report: Report,
 }
 
@@ -103,7 +136,10 @@ impl Exchange {
             scope: ServerScope::default(),
             phase: Phase::Request,
             request: RequestInfo::default(),
+            legacy: false,
+            session: None,
             job: None,
+            stream: None,
             report: Report::default(),
         }
     }
@@ -113,17 +149,27 @@ impl Exchange {
         self.phase = Phase::Done;
     }
 
-    /// Streamable HTTP (MCP 2025-06-18 "Transports"): every client message
-    /// is a POST with a JSON body.
+    /// Streamable HTTP: every client message is a POST with a JSON body.
+    /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
     pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
         self.scope = self.settings.server_for(head.stream);
-        let json = head
-            .content_type
-            .is_some_and(|ct| media_type(ct) == "application/json");
-        if !head.method.eq_ignore_ascii_case("POST") || !json || head.end_of_stream {
+        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
+        let accepts_sse = head
+            .accept
+            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
+        if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
+            self.legacy = true;
+            self.phase = Phase::Interested;
+            return RequestPlan::default();
+        }
+        if !head.method.eq_ignore_ascii_case("POST")
+            || !is(head.content_type, "application/json")
+            || head.end_of_stream
+        {
             self.pass(Reason::RequestNotJsonRpc);
             return RequestPlan::default();
         }
+        self.session_of(head.path);
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
@@ -152,7 +198,11 @@ impl Exchange {
 
     /// The complete request body; returns the body to send upstream if it
     /// changed (the intent argument taken out of `tools/call` arguments).
-    pub fn request_complete(&mut self, body: &[u8]) -> Option<Vec<u8>> {
+    pub fn request_complete(
+        &mut self,
+        body: &[u8],
+        sessions: &mut dyn SessionStore,
+    ) -> Option<Vec<u8>> {
         let arg = self
             .settings
             .trim_anywhere()
@@ -169,6 +219,7 @@ impl Exchange {
         } else {
             None
         };
+        self.remember_calls(&info, sessions);
         let wanted = info.has_method(mcp::TOOLS_CALL)
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if wanted {
@@ -193,43 +244,43 @@ impl Exchange {
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
         {
             Some(Reason::ContentEncoding)
-        } else if media == "text/event-stream" {
-            Some(Reason::EventStream)
-        } else if media != "application/json" || head.end_of_stream {
+        } else if head.end_of_stream
+            || !(media == "application/json" || media == "text/event-stream")
+            || (self.legacy && media != "text/event-stream")
+        {
             Some(Reason::NotJsonResponse)
         } else {
             None
         };
-        match reason {
-            Some(r) => {
-                self.pass(r);
-                ResponsePlan::Pass
-            }
-            None => {
-                self.phase = Phase::Buffering;
-                ResponsePlan::Buffer
-            }
+        if let Some(r) = reason {
+            self.pass(r);
+            return ResponsePlan::Pass;
+        }
+        if media == "text/event-stream" {
+            self.phase = Phase::Streaming;
+            self.stream = Some(stream::SseState::new(self.settings.max_event_bytes));
+            ResponsePlan::Stream
+        } else {
+            self.phase = Phase::Buffering;
+            ResponsePlan::Buffer
         }
     }
 
     pub fn response_body(&mut self, buffered: usize, end_of_stream: bool) -> BodyStep {
-        if self.phase != Phase::Buffering {
-            return BodyStep::Pass;
-        }
-        if buffered > self.settings.max_body_bytes {
-            self.pass(Reason::ResponseTooLarge);
-            return BodyStep::Pass;
-        }
-        if end_of_stream {
-            BodyStep::Ready
-        } else {
-            BodyStep::Wait
+        match self.phase {
+            Phase::Streaming => BodyStep::Stream,
+            Phase::Buffering if buffered > self.settings.max_body_bytes => {
+                self.pass(Reason::ResponseTooLarge);
+                BodyStep::Pass
+            }
+            Phase::Buffering if end_of_stream => BodyStep::Ready,
+            Phase::Buffering => BodyStep::Wait,
+            _ => BodyStep::Pass,
         }
     }
 
-    /// The complete response body: either the body to send, or a callout
-    /// to make first.
-    pub fn response_complete(&mut self, body: Vec<u8>) -> Completion {
+    /// The complete JSON response body.
+    pub fn response_complete(&mut self, body: Vec<u8>) -> Step {
         self.phase = Phase::Done;
         let Some(job) = pipeline::start(
             &self.settings,
@@ -238,27 +289,44 @@ impl Exchange {
             body,
             &mut self.report,
         ) else {
-            return Completion::Done(None);
+            return Step::Continue;
         };
         match job.callout().cloned() {
             Some(request) => {
                 self.job = Some(job);
-                Completion::Callout(request)
+                Step::Callout(request)
             }
-            None => Completion::Done(job.finish(&self.settings, None, &mut self.report)),
+            None => replace_or_continue(job.finish(&self.settings, None, &mut self.report)),
         }
     }
 
-    /// The reply to the callout [`Exchange::response_complete`] asked for;
-    /// returns the body to send if it changed. Without a pending callout it
-    /// changes nothing.
-    pub fn llm_reply(&mut self, reply: &LlmReply) -> Option<Vec<u8>> {
-        let job = self.job.take()?;
-        job.finish(&self.settings, Some(reply), &mut self.report)
+    /// The outcome of the callout a [`Step::Callout`] asked for. Always
+    /// safe to call; without a pending callout it changes nothing.
+    pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
+        if let Some(job) = self.job.take() {
+            return replace_or_continue(job.finish(&self.settings, Some(reply), &mut self.report));
+        }
+        if self.stream.is_some() {
+            return self.stream_reply(reply, sessions);
+        }
+        Step::Continue
     }
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Nothing more can change on this stream (its report is final unless
+    /// the stream is still flowing).
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done && self.job.is_none()
+    }
+}
+
+fn replace_or_continue(body: Option<Vec<u8>>) -> Step {
+    match body {
+        Some(b) => Step::Replace(b),
+        None => Step::Continue,
     }
 }
 
