@@ -393,7 +393,7 @@ mod trimming {
                 &s,
                 ServerScope::default(),
                 &request(Some("x")),
-                body(&[prose.clone()]),
+                body(std::slice::from_ref(&prose)),
                 &mut report,
             )
             .unwrap();
