@@ -165,7 +165,49 @@ pub fn to_markdown(text: &str) -> Option<String> {
 fn convert(text: &str) -> Option<String> {
     // mdka drops script, style, noscript and template content itself.
     let opts = mdka::ConversionOptions::default().preserve_ids(false);
+    let _quiet = quiet::Quiet::new();
     Some(mdka::html_to_markdown_with(text, &opts))
+}
+
+/// html5ever logs every character at trace level and every token at debug
+/// level, formatting each; under a logger that lets them through (the
+/// proxy-wasm adapter sets Trace, and every record is a host call)
+/// conversion runs about ten times slower. While any conversion runs, the
+/// `log` crate's global level is held at Info at most; the last one to
+/// finish puts the level back. A mutex keeps concurrent conversions (a
+/// native multi-threaded host) from restoring the lowered level.
+#[cfg(feature = "html")]
+mod quiet {
+    use std::sync::{Mutex, PoisonError};
+
+    use log::LevelFilter;
+
+    /// Conversions running, and the level to restore after the last.
+    static STATE: Mutex<(usize, LevelFilter)> = Mutex::new((0, LevelFilter::Off));
+
+    pub struct Quiet;
+
+    impl Quiet {
+        pub fn new() -> Self {
+            let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.0 == 0 {
+                state.1 = log::max_level();
+                log::set_max_level(state.1.min(LevelFilter::Info));
+            }
+            state.0 += 1;
+            Quiet
+        }
+    }
+
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+            state.0 = state.0.saturating_sub(1);
+            if state.0 == 0 {
+                log::set_max_level(state.1);
+            }
+        }
+    }
 }
 
 /// Built without the `html` feature: nothing is converted.

@@ -127,3 +127,18 @@ fn without_the_feature_nothing_converts() {
         None
     );
 }
+
+#[test]
+#[cfg(feature = "html")]
+fn conversion_quiets_html5ever_logging() {
+    // Other tests convert concurrently; each restores what it found, and
+    // the last to finish restores the level seen by the first.
+    log::set_max_level(log::LevelFilter::Trace);
+    let md = to_markdown("<p>Hello <b>world</b></p><p>again</p>");
+    assert_eq!(md.as_deref(), Some("Hello **world**\n\nagain"));
+    let during = {
+        let _q = super::quiet::Quiet::new();
+        log::max_level()
+    };
+    assert!(during <= log::LevelFilter::Info);
+}

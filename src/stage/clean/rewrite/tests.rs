@@ -115,3 +115,61 @@ fn broken_input_gives_none() {
         assert!(rewrite(text, true, &mut |_| None).is_none(), "{text}");
     }
 }
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::super::rewrite;
+    use crate::json::same_value;
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            "-?(0|[1-9][0-9]{0,25})(\\.[0-9]{1,5})?([eE][+-]?[0-9]{1,3})?"
+                .prop_map(|n| serde_json::from_str::<Value>(&n).unwrap()),
+            "[ a-z\"\\\\\\n\\t\\u{e9}\\u{1F600}\\u{1}]{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(("[a-z\" ]{0,4}", inner), 0..6)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn without_null_members(v: &Value) -> Value {
+        match v {
+            Value::Array(a) => Value::Array(a.iter().map(without_null_members).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(_, x)| !x.is_null())
+                    .map(|(k, x)| (k.clone(), without_null_members(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn compact_output_is_the_same_value(v in value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).unwrap()
+            } else {
+                serde_json::to_string(&v).unwrap()
+            };
+            let out = rewrite(&text, false, &mut |_| None).unwrap();
+            prop_assert_eq!(&out.text, &serde_json::to_string(&v).unwrap());
+            let dropped = rewrite(&text, true, &mut |_| None).unwrap();
+            let back: Value = serde_json::from_str(&dropped.text).unwrap();
+            prop_assert!(same_value(&back, &without_null_members(&v)));
+            prop_assert_eq!(dropped.nulls_saved, out.text.len() - dropped.text.len());
+        }
+    }
+}
