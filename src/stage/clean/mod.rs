@@ -40,7 +40,7 @@ mod whitespace;
 mod tests;
 
 pub use cap::{can_hold_first_row, cap, Capped, Framing};
-pub use html::{is_html, SUPPORTED as HTML_SUPPORTED};
+pub use html::SUPPORTED as HTML_SUPPORTED;
 
 use serde::de::IgnoredAny;
 
@@ -189,9 +189,6 @@ pub fn clean(text: &str, s: &CleanSettings, compact_min_savings_pct: u64) -> Cle
     if text.len() < s.min_bytes {
         return Cleaned::skipped(Reason::BelowMinBytes);
     }
-    // Prose fails fast either way, but only a text that opens like an
-    // object, array or string is worth the parse: a bare number or `true`
-    // has nothing to clean.
     if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
         clean_json(text, s, compact_min_savings_pct)
     } else {
@@ -275,7 +272,7 @@ fn clean_text(text: &str, s: &CleanSettings) -> Cleaned {
 /// removed.
 fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
     let transforms: Vec<Transform> = string_transforms(s).collect();
-    let mut saved = vec![0usize; transforms.len()];
+    let mut savings = vec![0usize; transforms.len()];
     let mut changed = vec![false; transforms.len()];
     let pass = rewrite::rewrite(text, s.remove_nulls, &mut |string| {
         let mut current: Option<String> = None;
@@ -287,7 +284,7 @@ fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
             };
             let new_len = literal_len(&new);
             if new_len < current_len {
-                if let (Some(total), Some(flag)) = (saved.get_mut(k), changed.get_mut(k)) {
+                if let (Some(total), Some(flag)) = (savings.get_mut(k), changed.get_mut(k)) {
                     *total += current_len - new_len;
                     *flag = true;
                 }
@@ -311,7 +308,7 @@ fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
         });
         size = after;
     };
-    for ((&t, &saved), &did) in transforms.iter().zip(&saved).zip(&changed) {
+    for ((&t, &saved), &did) in transforms.iter().zip(&savings).zip(&changed) {
         if did {
             record(t, saved);
         }
