@@ -336,6 +336,14 @@ impl Exchange {
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
         {
             Some(Reason::ContentEncoding)
+        } else if media != "text/event-stream"
+            && head
+                .content_length
+                .is_some_and(|n| n > self.settings.max_body_bytes)
+        {
+            // Known to be too large before a byte arrives: pass it with its
+            // framing (content-length) intact, without copying any of it.
+            Some(Reason::ResponseTooLarge)
         } else if head.end_of_stream
             || !(media == "application/json" || media == "text/event-stream")
             || (self.legacy && media != "text/event-stream")
