@@ -167,21 +167,31 @@ fn held_headers_get_an_exact_length() {
     );
     assert_eq!(steps[1].content_length, Some(sent.len()));
     assert!(sent.len() < body.len());
-    // Unknown or oversize lengths never hold.
-    for length in [None, Some(2 << 20)] {
-        let mut e = exchange(r#"{"hold_headers":true}"#);
-        into_tool_call(&mut e);
-        let head = ResponseHead {
-            content_length: length,
-            ..json_head(200)
-        };
-        assert_eq!(
-            e.response_headers(head),
-            ResponsePlan::Rewrite {
-                hold_headers: false
-            }
-        );
-    }
+    // An unknown length never holds; an oversize one passes at once, its
+    // content-length intact.
+    let mut e = exchange(r#"{"hold_headers":true}"#);
+    into_tool_call(&mut e);
+    let head = ResponseHead {
+        content_length: None,
+        ..json_head(200)
+    };
+    assert_eq!(
+        e.response_headers(head),
+        ResponsePlan::Rewrite {
+            hold_headers: false
+        }
+    );
+    let mut e = exchange(r#"{"hold_headers":true}"#);
+    into_tool_call(&mut e);
+    let head = ResponseHead {
+        content_length: Some(2 << 20),
+        ..json_head(200)
+    };
+    assert_eq!(e.response_headers(head), ResponsePlan::Pass);
+    assert_eq!(
+        reasons(&e),
+        vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
+    );
 }
 
 #[test]
