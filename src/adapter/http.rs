@@ -7,6 +7,7 @@ use std::sync::Arc;
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
+use super::body::Collected;
 use super::host::Metrics;
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::{BodyStep, Exchange, RequestHead, ResponseHead, ResponsePlan};
@@ -20,7 +21,14 @@ const SUMMARY_HEADER: &str = "x-mcp-toon";
 pub struct Stream {
     metrics: Rc<Metrics>,
     exchange: Exchange,
+    /// The operator says Envoy runs with `allow_on_headers_stop_iteration`.
+    may_hold_headers: bool,
+    max_body_bytes: usize,
+    /// Response headers are paused: they can still change from the body
+    /// callback.
     headers_held: bool,
+    request: Collected,
+    response: Collected,
     reported: bool,
 }
 
@@ -28,8 +36,12 @@ impl Stream {
     pub fn new(settings: Arc<Settings>, metrics: Rc<Metrics>) -> Self {
         Self {
             metrics,
+            may_hold_headers: settings.hold_headers,
+            max_body_bytes: settings.max_body_bytes,
             exchange: Exchange::new(settings),
             headers_held: false,
+            request: Collected::default(),
+            response: Collected::default(),
             reported: false,
         }
     }
@@ -64,6 +76,48 @@ impl Stream {
             self.set_http_response_header(SUMMARY_HEADER, Some(&summary));
         }
     }
+
+    /// How to buffer a response the core wants whole. Holding the headers
+    /// keeps an exact `content-length`; it needs Envoy's
+    /// `allow_on_headers_stop_iteration` and a declared length the plugin
+    /// will buffer: the whole body then ends in one buffer of at most
+    /// `max_body_bytes`, below Envoy's limit. A body without a length
+    /// already goes chunked, and holding it could end with one oversize
+    /// final chunk on top of what is held, past Envoy's limit.
+    fn buffer_response(&mut self) -> Action {
+        let length = self
+            .get_http_response_header("content-length")
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        match length {
+            Some(n) if n <= self.max_body_bytes && self.may_hold_headers => {
+                // A plain StopIteration: the body callbacks still run and can
+                // set the final content-length and x-mcp-toon.
+                self.headers_held = true;
+                Action::Pause
+            }
+            // Longer than the core ever buffers: the body passes unchanged,
+            // so its length stays true.
+            Some(n) if n > self.max_body_bytes => Action::Continue,
+            _ => {
+                // The headers leave now and the body may change size: the
+                // old length must not go out (the body goes chunked).
+                self.set_http_response_header("content-length", None);
+                Action::Continue
+            }
+        }
+    }
+
+    /// Hands the rest of the stream to Envoy: anything kept goes out ahead
+    /// of the current chunk.
+    fn release_response(&mut self, chunk_size: usize) {
+        if !self.response.is_empty() {
+            let chunk = self
+                .get_http_response_body(0, chunk_size)
+                .unwrap_or_default();
+            let out = self.response.take_with(&chunk);
+            self.set_http_response_body(0, chunk_size, &out);
+        }
+    }
 }
 
 impl Context for Stream {}
@@ -86,15 +140,23 @@ impl HttpContext for Stream {
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        match self.exchange.request_body(body_size, end_of_stream) {
-            BodyStep::Wait => Action::Pause,
-            BodyStep::Pass => Action::Continue,
+        // The request is only read, never changed: each chunk is copied and
+        // goes upstream at once (see body.rs for why Envoy's buffer is not
+        // used).
+        let seen = self.request.count(body_size);
+        match self.exchange.request_body(seen, end_of_stream) {
+            BodyStep::Pass => self.request.drop_kept(),
+            BodyStep::Wait => {
+                let chunk = self.get_http_request_body(0, body_size).unwrap_or_default();
+                self.request.keep(&chunk);
+            }
             BodyStep::Ready => {
-                let body = self.get_http_request_body(0, body_size).unwrap_or_default();
+                let chunk = self.get_http_request_body(0, body_size).unwrap_or_default();
+                let body = self.request.take_with(&chunk);
                 self.exchange.request_complete(&body);
-                Action::Continue
             }
         }
+        Action::Continue
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
@@ -111,26 +173,56 @@ impl HttpContext for Stream {
         });
         match plan {
             ResponsePlan::Pass => Action::Continue,
-            ResponsePlan::Buffer => {
-                // The body may change size: the old length must not go out.
-                self.set_http_response_header("content-length", None);
-                Action::Continue
-            }
+            ResponsePlan::Buffer => self.buffer_response(),
         }
     }
 
     fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        match self.exchange.response_body(body_size, end_of_stream) {
-            BodyStep::Wait => Action::Pause,
-            BodyStep::Pass => Action::Continue,
-            BodyStep::Ready => {
-                let body = self
+        let seen = self.response.count(body_size);
+        match self.exchange.response_body(seen, end_of_stream) {
+            BodyStep::Wait => {
+                let chunk = self
                     .get_http_response_body(0, body_size)
                     .unwrap_or_default();
-                if let Some(new) = self.exchange.response_complete(&body) {
-                    // Always replace the whole buffered size (Envoy keeps
-                    // the tail otherwise).
-                    self.set_http_response_body(0, body_size, &new);
+                self.response.keep(&chunk);
+                // Envoy's copy is emptied so its buffer never grows (body.rs).
+                self.set_http_response_body(0, body_size, &[]);
+                if self.headers_held {
+                    // Releasing the chunk would release the held headers.
+                    Action::Pause
+                } else {
+                    Action::Continue
+                }
+            }
+            BodyStep::Pass => {
+                // Oversize (or nothing to do): what was kept goes out first,
+                // unchanged; held headers keep the server's content-length.
+                self.release_response(body_size);
+                self.publish();
+                Action::Continue
+            }
+            BodyStep::Ready => {
+                let chunk = self
+                    .get_http_response_body(0, body_size)
+                    .unwrap_or_default();
+                let kept = !self.response.is_empty();
+                let body = self.response.take_with(&chunk);
+                let out = match self.exchange.response_complete(&body) {
+                    Some(new) => Some(new),
+                    None if kept => Some(body),
+                    None => None,
+                };
+                let length = match &out {
+                    // Always replace the whole chunk size (Envoy keeps the
+                    // tail otherwise).
+                    Some(bytes) => {
+                        self.set_http_response_body(0, body_size, bytes);
+                        bytes.len()
+                    }
+                    None => body_size,
+                };
+                if self.headers_held {
+                    self.set_http_response_header("content-length", Some(&length.to_string()));
                 }
                 self.publish();
                 Action::Continue

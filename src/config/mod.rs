@@ -43,6 +43,7 @@ struct RawConfig {
     max_body_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
+    hold_headers: Option<bool>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -105,6 +106,14 @@ pub struct Settings {
     pub max_body_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
+    /// Hold response headers until the body is rewritten, so the response
+    /// keeps an exact `content-length` and gets the `x-mcp-toon` header.
+    /// Must equal the Envoy plugin setting `allow_on_headers_stop_iteration`:
+    /// without it Envoy turns a paused headers callback into
+    /// StopAllIterationAndWatermark, which withholds the body callbacks and
+    /// stalls the stream. A plugin cannot read that setting, so the operator
+    /// states it here. Default false: works on every Envoy.
+    pub hold_headers: bool,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
@@ -126,6 +135,7 @@ impl Default for Settings {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
+            hold_headers: false,
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
@@ -183,6 +193,7 @@ impl Settings {
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
+            hold_headers: raw.hold_headers.unwrap_or(false),
             base: Patch { toon: raw.toon },
             tools: raw.tools,
             servers,
