@@ -215,6 +215,8 @@ class DemoTransport:
 
     - `x-demo-force-gzip: 1`: gzip the body (`content-encoding: gzip`), with
       mtime=0 so the same response always has the same bytes;
+    - `x-demo-gzip-if-accepted: 1`: the same, only if the request still
+      carries an `accept-encoding` with gzip (what a compressing server does);
     - `x-demo-chunked: N`: drop `content-length` and send the body in pieces
       of N bytes (HTTP/1.1 chunked transfer encoding).
     """
@@ -224,7 +226,10 @@ class DemoTransport:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
-        gzip_it = headers.get(b"x-demo-force-gzip") == b"1"
+        accepts_gzip = b"gzip" in headers.get(b"accept-encoding", b"")
+        gzip_it = headers.get(b"x-demo-force-gzip") == b"1" or (
+            headers.get(b"x-demo-gzip-if-accepted") == b"1" and accepts_gzip
+        )
         piece = int(headers.get(b"x-demo-chunked", b"0") or 0)
         if not gzip_it and piece <= 0:
             await self.app(scope, receive, send)

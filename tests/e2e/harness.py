@@ -256,6 +256,9 @@ def start_envoy(
             "--component-log-level",
             "wasm:debug",
             "--disable-hot-restart",
+            # The access log reaches its file within 0.1 s (default 10 s).
+            "--file-flush-interval-msec",
+            "100",
         ],
         work_dir / f"{name}.log",
     )
