@@ -4,6 +4,7 @@ session; tests that need their own Envoy start and stop it themselves."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,26 @@ LISTENERS = {
         },
         True,
     ),
+    # servers[]: matched on the route name, cluster name and :authority that
+    # the plugin reads from Envoy (xds.route_name, xds.cluster_name).
+    "servers": (
+        {
+            "hold_headers": True,
+            "servers": [
+                {"match": {"cluster": "some_other_cluster"}, "toon": {"mode": "off"}},
+                {"match": {"authority": "localhost:{port}"}, "toon": {"mode": "off"}},
+                {
+                    "match": {"route": "mcp", "cluster": "mcp_upstream"},
+                    "toon": {"min_rows": 2},
+                    "tools": {"list_users": {"toon": {"mode": "off"}}},
+                },
+            ],
+        },
+        True,
+    ),
+    # hold_headers without allow_on_headers_stop_iteration: a configuration
+    # mistake, kept here to pin down what Envoy does with it.
+    "mismatch": ({"hold_headers": True}, False),
 }
 
 
@@ -63,7 +84,12 @@ class DemoServer:
 def envoy(demo: DemoServer, work_dir: Path):
     """One Envoy (V8), one listener per entry of LISTENERS, in front of the
     demo server, with a file access log printing the decision record."""
-    listeners = [Listener(name, cfg, allow) for name, (cfg, allow) in LISTENERS.items()]
+    listeners = []
+    for name, (cfg, allow) in LISTENERS.items():
+        listener = Listener(name, cfg, allow)
+        # "{port}" in a configuration stands for the listener's own port.
+        listener.plugin_config = json.loads(json.dumps(cfg).replace("{port}", str(listener.port)))
+        listeners.append(listener)
     access_log = work_dir / "access.log"
     e = harness.start_envoy(listeners, demo.port, work_dir, name="envoy-shared", access_log_path=access_log)
     e.access_log = access_log

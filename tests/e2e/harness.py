@@ -320,8 +320,14 @@ def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = Non
     return r
 
 
-def call_tool(url: str, tool: str, arguments: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> httpx.Response:
-    return post(url, jsonrpc("tools/call", {"name": tool, "arguments": arguments or {}}), headers)
+def call_tool(
+    url: str,
+    tool: str,
+    arguments: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> httpx.Response:
+    return post(url, jsonrpc("tools/call", {"name": tool, "arguments": arguments or {}}), headers, timeout)
 
 
 # --- TOON ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 import re
 
 import anyio
+import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -179,3 +180,25 @@ def test_server_responses_are_deterministic(demo):
     for tool in ("list_users", "get_config", "failing_lookup"):
         assert call_tool(demo.url, tool).content == call_tool(demo.url, tool).content
     assert harness.post(demo.url, harness.jsonrpc("tools/list")).content == harness.post(demo.url, harness.jsonrpc("tools/list")).content
+
+
+def test_server_entries_match_route_cluster_and_authority(demo, envoy):
+    url = envoy.url("servers")
+    # route "mcp" + cluster "mcp_upstream": that entry's per-tool override.
+    assert call_tool(url, "list_users").headers["x-mcp-toon"] == "encoded=0 passthrough=mode_off:1"
+    assert first_text(call_tool(url, "search_orders")).startswith(MARKER)
+    # An :authority match comes first and turns everything off.
+    quiet = call_tool(url.replace("127.0.0.1", "localhost"), "search_orders")
+    assert quiet.headers["x-mcp-toon"] == "encoded=0 passthrough=mode_off:1"
+    assert quiet.content == call_tool(demo.url, "search_orders").content
+
+
+def test_hold_headers_without_envoy_support_stalls_the_stream(demo, envoy):
+    """Why hold_headers is a setting: without allow_on_headers_stop_iteration,
+    Envoy turns the paused headers callback into StopAllIterationAndWatermark
+    and never calls the body callback, so the response never completes. A
+    plugin cannot read that Envoy setting; the operator states it."""
+    with pytest.raises(httpx.ReadTimeout):
+        call_tool(envoy.url("mismatch"), "list_users", timeout=2.0)
+    # The same configuration is fine for responses it does not buffer.
+    assert call_tool(envoy.url("mismatch"), "list_users", headers={"x-demo-force-gzip": "1"}).status_code == 200
