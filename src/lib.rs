@@ -7,12 +7,14 @@
 
 pub mod config;
 pub mod exchange;
+pub mod intent;
 pub mod json;
 pub mod marker;
 pub mod mcp;
 pub mod outcome;
 pub mod pipeline;
 pub mod report;
+pub mod sse;
 pub mod stage;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]

@@ -10,6 +10,10 @@ pub enum Stage {
     Toon,
     /// The `annotate_tools` hint in a `tools/list` response.
     Annotate,
+    /// Intent-driven trimming through an LLM endpoint.
+    Trim,
+    /// The optional intent argument added to `tools/list` input schemas.
+    Advertise,
 }
 
 impl Stage {
@@ -18,6 +22,8 @@ impl Stage {
             Stage::Response => "response",
             Stage::Toon => "toon",
             Stage::Annotate => "annotate",
+            Stage::Trim => "trim",
+            Stage::Advertise => "advertise",
         }
     }
 }
@@ -28,14 +34,21 @@ impl Stage {
 pub enum Outcome {
     Encoded,
     Annotated,
+    Trimmed,
     Passthrough(Reason),
 }
 
 impl Outcome {
+    /// Every outcome that changes something; each has a metric
+    /// `mcp_toon_<name>`.
+    pub const CHANGES: &'static [Outcome] =
+        &[Outcome::Encoded, Outcome::Annotated, Outcome::Trimmed];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Encoded => "encoded",
             Outcome::Annotated => "annotated",
+            Outcome::Trimmed => "trimmed",
             Outcome::Passthrough(_) => "passthrough",
         }
     }
@@ -77,8 +90,10 @@ reasons! {
     NotToolsCall => "not_tools_call",
     /// The response is not `application/json`.
     NotJsonResponse => "not_json_response",
-    /// The response is an SSE stream (handled in a later release).
-    EventStream => "event_stream",
+    /// An SSE event larger than `max_event_bytes` streamed through unmodified.
+    EventTooLarge => "event_too_large",
+    /// An SSE stream ended inside an event; the partial event went out unchanged.
+    StreamTruncated => "stream_truncated",
     /// The response carries a `content-encoding` other than identity.
     ContentEncoding => "content_encoding",
     /// The response body was larger than `max_body_bytes`.
@@ -111,6 +126,8 @@ reasons! {
     BelowThreshold => "below_threshold",
     /// A number would not survive TOON exactly (beyond 2^64, `-0`, too many digits).
     LossyNumber => "lossy_number",
+    /// Rows list their keys in different orders; one TOON header cannot keep them.
+    KeyOrder => "key_order",
     /// An object has the same key twice.
     DuplicateKeys => "duplicate_keys",
     /// The emission did not decode back to the original value.
@@ -119,4 +136,18 @@ reasons! {
     EncodeError => "encode_error",
     /// A content item with a `text` that is not a string, or another shape error.
     MalformedContent => "malformed_content",
+    /// Trim: the request declared no intent.
+    TrimNoIntent => "trim_no_intent",
+    /// Trim: the cleaned block is not larger than `threshold_bytes`.
+    TrimBelowThreshold => "trim_below_threshold",
+    /// Trim: the endpoint did not answer within `timeout_ms`.
+    TrimTimeout => "trim_timeout",
+    /// Trim: the endpoint answered with a non-2xx status.
+    TrimStatus => "trim_status",
+    /// Trim: the reply was not a chat completion with usable content.
+    TrimMalformed => "trim_malformed",
+    /// Trim: the extraction was not smaller than the cleaned block.
+    TrimLarger => "trim_larger",
+    /// Trim: the call could not be made (unknown cluster, connection refused).
+    TrimUnavailable => "trim_unavailable",
 }

@@ -40,27 +40,6 @@ impl Decision {
             lossless: true,
         }
     }
-
-    /// The counters this decision moves, with the amount.
-    pub fn metrics(&self) -> Vec<(String, u64)> {
-        match self.outcome {
-            Outcome::Passthrough(r) => vec![(metric_passthrough(r), 1)],
-            Outcome::Encoded | Outcome::Annotated => {
-                let name = format!("{METRIC_PREFIX}_{}", self.outcome.as_str());
-                vec![
-                    (name, 1),
-                    (
-                        format!("{METRIC_PREFIX}_bytes_before"),
-                        self.bytes_before as u64,
-                    ),
-                    (
-                        format!("{METRIC_PREFIX}_bytes_after"),
-                        self.bytes_after as u64,
-                    ),
-                ]
-            }
-        }
-    }
 }
 
 /// Metric counting passthroughs for `reason`.
@@ -71,8 +50,9 @@ pub fn metric_passthrough(reason: Reason) -> String {
 /// Every counter name the plugin may move, for hosts that define them up front.
 pub fn all_metrics() -> Vec<String> {
     let mut names: Vec<String> = Reason::ALL.iter().map(|r| metric_passthrough(*r)).collect();
-    names.push(format!("{METRIC_PREFIX}_{}", Outcome::Encoded.as_str()));
-    names.push(format!("{METRIC_PREFIX}_{}", Outcome::Annotated.as_str()));
+    for o in Outcome::CHANGES {
+        names.push(format!("{METRIC_PREFIX}_{}", o.as_str()));
+    }
     names.push(format!("{METRIC_PREFIX}_bytes_before"));
     names.push(format!("{METRIC_PREFIX}_bytes_after"));
     names
@@ -110,6 +90,25 @@ impl Report {
         self.decisions.is_empty()
     }
 
+    /// The counters this report moves, with the amounts: one per decision,
+    /// plus the bytes of the changed blocks.
+    pub fn metrics(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .decisions
+            .iter()
+            .map(|d| match d.outcome {
+                Outcome::Passthrough(r) => (metric_passthrough(r), 1),
+                o => (format!("{METRIC_PREFIX}_{}", o.as_str()), 1),
+            })
+            .collect();
+        let (before, after) = self.block_bytes();
+        if before != 0 || after != 0 {
+            out.push((format!("{METRIC_PREFIX}_bytes_before"), before as u64));
+            out.push((format!("{METRIC_PREFIX}_bytes_after"), after as u64));
+        }
+        out
+    }
+
     /// The decision record as JSON: `{"decisions":[{...}]}`.
     pub fn to_json(&self) -> String {
         let records: Vec<DecisionRecord> = self
@@ -134,35 +133,59 @@ impl Report {
     }
 
     /// One line for the `x-mcp-toon` header and the debug log, e.g.
-    /// `encoded=1 passthrough=not_tabular:1 bytes=5120->2300`.
+    /// `encoded=1 passthrough=not_tabular:1 bytes=5120->2300` (bytes of the
+    /// blocks that changed, before the first change and after the last).
     pub fn summary(&self) -> String {
-        let mut encoded = 0usize;
-        let mut before = 0usize;
-        let mut after = 0usize;
+        let mut changes: Vec<(&'static str, usize)> = Vec::new();
         let mut reasons: Vec<(&'static str, usize)> = Vec::new();
+        let bump = |list: &mut Vec<(&'static str, usize)>, name: &'static str| match list
+            .iter_mut()
+            .find(|(n, _)| *n == name)
+        {
+            Some((_, c)) => *c += 1,
+            None => list.push((name, 1)),
+        };
         for d in &self.decisions {
             match d.outcome {
-                Outcome::Passthrough(r) => match reasons.iter_mut().find(|(n, _)| *n == r.as_str())
-                {
-                    Some((_, c)) => *c += 1,
-                    None => reasons.push((r.as_str(), 1)),
-                },
-                Outcome::Encoded | Outcome::Annotated => {
-                    encoded += 1;
-                    before += d.bytes_before;
-                    after += d.bytes_after;
-                }
+                Outcome::Passthrough(r) => bump(&mut reasons, r.as_str()),
+                o => bump(&mut changes, o.as_str()),
             }
         }
-        let mut out = format!("encoded={encoded}");
+        let mut parts: Vec<String> = Vec::new();
+        if changes.is_empty() {
+            parts.push("encoded=0".to_string());
+        }
+        parts.extend(changes.iter().map(|(n, c)| format!("{n}={c}")));
         if !reasons.is_empty() {
             let list: Vec<String> = reasons.iter().map(|(n, c)| format!("{n}:{c}")).collect();
-            out.push_str(" passthrough=");
-            out.push_str(&list.join(","));
+            parts.push(format!("passthrough={}", list.join(",")));
         }
-        if encoded > 0 {
-            out.push_str(&format!(" bytes={before}->{after}"));
+        let (before, after) = self.block_bytes();
+        if before != after {
+            parts.push(format!("bytes={before}->{after}"));
         }
-        out
+        parts.join(" ")
+    }
+
+    /// Bytes of every changed block: as it came in, and as it goes out.
+    /// Stages record their own before/after; a block's first change gives
+    /// its input size and its last change its output size.
+    pub fn block_bytes(&self) -> (usize, usize) {
+        type Key<'a> = (Option<&'a str>, Option<usize>);
+        let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
+        for d in self
+            .decisions
+            .iter()
+            .filter(|d| d.outcome.changed() && d.block.is_some())
+        {
+            let key = (d.id.as_deref(), d.block);
+            match blocks.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, _, after)) => *after = d.bytes_after,
+                None => blocks.push((key, d.bytes_before, d.bytes_after)),
+            }
+        }
+        blocks
+            .iter()
+            .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
     }
 }

@@ -1,16 +1,17 @@
-//! One HTTP stream. Each callback hands the event to the core and acts on
-//! its answer.
+//! One HTTP stream. Each callback hands the event to the core and performs
+//! the step it answers with.
 
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
-use super::body::Collected;
-use super::host::Metrics;
+use super::host::{Metrics, SharedData};
 use crate::config::{Settings, StreamInfo};
-use crate::exchange::{BodyStep, Exchange, RequestHead, ResponseHead, ResponsePlan};
+use crate::exchange::{BodyStep, Exchange, RequestHead, ResponseHead, ResponsePlan, Step};
+use crate::stage::trim::{LlmReply, LlmRequest};
 
 /// Filter-state key of the decision record; Envoy stores it as
 /// `wasm.mcp_toon`, readable with `%FILTER_STATE(wasm.mcp_toon:PLAIN)%`.
@@ -21,28 +22,23 @@ const SUMMARY_HEADER: &str = "x-mcp-toon";
 pub struct Stream {
     metrics: Rc<Metrics>,
     exchange: Exchange,
-    /// The operator says Envoy runs with `allow_on_headers_stop_iteration`.
-    may_hold_headers: bool,
-    max_body_bytes: usize,
-    /// Response headers are paused: they can still change from the body
-    /// callback.
     headers_held: bool,
-    request: Collected,
-    response: Collected,
     reported: bool,
+    /// Size of the response body the host holds while a callout runs: a
+    /// replacement must cover all of it.
+    held_body: usize,
+    callout_started: Option<SystemTime>,
 }
 
 impl Stream {
     pub fn new(settings: Arc<Settings>, metrics: Rc<Metrics>) -> Self {
         Self {
             metrics,
-            may_hold_headers: settings.hold_headers,
-            max_body_bytes: settings.max_body_bytes,
             exchange: Exchange::new(settings),
             headers_held: false,
-            request: Collected::default(),
-            response: Collected::default(),
             reported: false,
+            held_body: 0,
+            callout_started: None,
         }
     }
 
@@ -70,93 +66,142 @@ impl Stream {
         }
         self.metrics.record(report);
         let summary = report.summary();
-        log::debug!("mcp-toon: {summary} {}", report.to_json());
-        self.set_property(vec![RECORD_PROPERTY], Some(report.to_json().as_bytes()));
+        let record = report.to_json();
+        log::debug!("mcp-toon: {summary} {record}");
+        self.set_property(vec![RECORD_PROPERTY], Some(record.as_bytes()));
         if self.headers_held {
             self.set_http_response_header(SUMMARY_HEADER, Some(&summary));
         }
     }
 
-    /// How to buffer a response the core wants whole. Holding the headers
-    /// keeps an exact `content-length`; it needs Envoy's
-    /// `allow_on_headers_stop_iteration` and a declared length the plugin
-    /// will buffer: the whole body then ends in one buffer of at most
-    /// `max_body_bytes`, below Envoy's limit. A body without a length
-    /// already goes chunked, and holding it could end with one oversize
-    /// final chunk on top of what is held, past Envoy's limit.
-    fn buffer_response(&mut self) -> Action {
-        let length = self
-            .get_http_response_header("content-length")
-            .and_then(|v| v.trim().parse::<usize>().ok());
-        match length {
-            Some(n) if n <= self.max_body_bytes && self.may_hold_headers => {
-                // A plain StopIteration: the body callbacks still run and can
-                // set the final content-length and x-mcp-toon.
-                self.headers_held = true;
-                Action::Pause
-            }
-            // Longer than the core ever buffers: the body passes unchanged,
-            // so its length stays true.
-            Some(n) if n > self.max_body_bytes => Action::Continue,
-            _ => {
-                // The headers leave now and the body may change size: the
-                // old length must not go out (the body goes chunked).
-                self.set_http_response_header("content-length", None);
-                Action::Continue
+    /// Performs a step on the `body_size` bytes the host holds. Returns the
+    /// action for a body callback.
+    fn perform(&mut self, step: Step, body_size: usize) -> Action {
+        let mut step = step;
+        loop {
+            match step {
+                Step::Continue => return Action::Continue,
+                Step::Replace(bytes) => {
+                    // Always the whole buffered size: Envoy keeps the tail
+                    // of a partial replacement.
+                    self.set_http_response_body(0, body_size, &bytes);
+                    return Action::Continue;
+                }
+                Step::Hold => return Action::Pause,
+                Step::Callout(request) => {
+                    self.held_body = body_size;
+                    if self.dispatch(&request) {
+                        return Action::Pause;
+                    }
+                    step = self
+                        .exchange
+                        .callout_reply(&LlmReply::NotSent, &mut SharedData);
+                }
             }
         }
     }
 
-    /// Hands the rest of the stream to Envoy: anything kept goes out ahead
-    /// of the current chunk.
-    fn release_response(&mut self, chunk_size: usize) {
-        if !self.response.is_empty() {
-            let chunk = self
-                .get_http_response_body(0, chunk_size)
-                .unwrap_or_default();
-            let out = self.response.take_with(&chunk);
-            self.set_http_response_body(0, chunk_size, &out);
+    fn dispatch(&mut self, request: &LlmRequest) -> bool {
+        let headers: Vec<(&str, &str)> = request
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let timeout = Duration::from_millis(request.timeout_ms);
+        self.callout_started = Some(self.get_current_time());
+        self.dispatch_http_call(
+            &request.cluster,
+            headers,
+            Some(&request.body),
+            vec![],
+            timeout,
+        )
+        .is_ok()
+    }
+}
+
+impl Context for Stream {
+    fn on_http_call_response(
+        &mut self,
+        _token: u32,
+        _headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
+        let status = self
+            .get_http_call_response_header(":status")
+            .and_then(|s| s.parse::<u16>().ok());
+        let reply = match status {
+            Some(status) => LlmReply::Response {
+                status,
+                body: self
+                    .get_http_call_response_body(0, body_size)
+                    .unwrap_or_default(),
+            },
+            None => {
+                let elapsed = self
+                    .callout_started
+                    .and_then(|t| self.get_current_time().duration_since(t).ok())
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+                LlmReply::Failed {
+                    elapsed_ms: elapsed,
+                }
+            }
+        };
+        let step = self.exchange.callout_reply(&reply, &mut SharedData);
+        let held = self.held_body;
+        // The response was paused for the call; whatever happens it resumes.
+        if self.perform(step, held) != Action::Pause {
+            self.publish_if_done();
+            self.resume_http_response();
         }
     }
 }
 
-impl Context for Stream {}
+impl Stream {
+    fn publish_if_done(&mut self) {
+        if self.exchange.is_done() {
+            self.publish();
+        }
+    }
+}
 
 impl HttpContext for Stream {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
         let method = self.get_http_request_header(":method").unwrap_or_default();
+        let path = self.get_http_request_header(":path").unwrap_or_default();
         let content_type = self.get_http_request_header("content-type");
+        let accept = self.get_http_request_header("accept");
         let stream = self.stream_info();
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
             method: &method,
+            path: &path,
             content_type: content_type.as_deref(),
+            accept: accept.as_deref(),
             end_of_stream,
         });
         if plan.strip_accept_encoding {
             self.set_http_request_header("accept-encoding", None);
         }
+        if plan.remove_content_length {
+            self.set_http_request_header("content-length", None);
+        }
         Action::Continue
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        // The request is only read, never changed: each chunk is copied and
-        // goes upstream at once (see body.rs for why Envoy's buffer is not
-        // used).
-        let seen = self.request.count(body_size);
-        match self.exchange.request_body(seen, end_of_stream) {
-            BodyStep::Pass => self.request.drop_kept(),
-            BodyStep::Wait => {
-                let chunk = self.get_http_request_body(0, body_size).unwrap_or_default();
-                self.request.keep(&chunk);
-            }
+        match self.exchange.request_body(body_size, end_of_stream) {
+            BodyStep::Wait => Action::Pause,
             BodyStep::Ready => {
-                let chunk = self.get_http_request_body(0, body_size).unwrap_or_default();
-                let body = self.request.take_with(&chunk);
-                self.exchange.request_complete(&body);
+                let body = self.get_http_request_body(0, body_size).unwrap_or_default();
+                if let Some(new) = self.exchange.request_complete(&body, &mut SharedData) {
+                    self.set_http_request_body(0, body_size, &new);
+                }
+                Action::Continue
             }
+            BodyStep::Pass | BodyStep::Stream => Action::Continue,
         }
-        Action::Continue
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
@@ -172,62 +217,40 @@ impl HttpContext for Stream {
             end_of_stream,
         });
         match plan {
-            ResponsePlan::Pass => Action::Continue,
-            ResponsePlan::Buffer => self.buffer_response(),
+            ResponsePlan::Pass => {}
+            // The body may change size: the old length must not go out.
+            ResponsePlan::Buffer | ResponsePlan::Stream => {
+                self.set_http_response_header("content-length", None);
+            }
         }
+        Action::Continue
     }
 
     fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        let seen = self.response.count(body_size);
-        match self.exchange.response_body(seen, end_of_stream) {
-            BodyStep::Wait => {
-                let chunk = self
-                    .get_http_response_body(0, body_size)
-                    .unwrap_or_default();
-                self.response.keep(&chunk);
-                // Envoy's copy is emptied so its buffer never grows (body.rs).
-                self.set_http_response_body(0, body_size, &[]);
-                if self.headers_held {
-                    // Releasing the chunk would release the held headers.
-                    Action::Pause
-                } else {
-                    Action::Continue
-                }
-            }
-            BodyStep::Pass => {
-                // Oversize (or nothing to do): what was kept goes out first,
-                // unchanged; held headers keep the server's content-length.
-                self.release_response(body_size);
-                self.publish();
-                Action::Continue
-            }
+        let action = match self.exchange.response_body(body_size, end_of_stream) {
+            BodyStep::Wait => Action::Pause,
+            BodyStep::Pass => Action::Continue,
             BodyStep::Ready => {
-                let chunk = self
+                let body = self
                     .get_http_response_body(0, body_size)
                     .unwrap_or_default();
-                let kept = !self.response.is_empty();
-                let body = self.response.take_with(&chunk);
-                let out = match self.exchange.response_complete(&body) {
-                    Some(new) => Some(new),
-                    None if kept => Some(body),
-                    None => None,
-                };
-                let length = match &out {
-                    // Always replace the whole chunk size (Envoy keeps the
-                    // tail otherwise).
-                    Some(bytes) => {
-                        self.set_http_response_body(0, body_size, bytes);
-                        bytes.len()
-                    }
-                    None => body_size,
-                };
-                if self.headers_held {
-                    self.set_http_response_header("content-length", Some(&length.to_string()));
-                }
-                self.publish();
-                Action::Continue
+                let step = self.exchange.response_complete(body);
+                self.perform(step, body_size)
             }
+            BodyStep::Stream => {
+                let body = self
+                    .get_http_response_body(0, body_size)
+                    .unwrap_or_default();
+                let step = self
+                    .exchange
+                    .stream_body(&body, end_of_stream, &mut SharedData);
+                self.perform(step, body_size)
+            }
+        };
+        if action == Action::Continue {
+            self.publish_if_done();
         }
+        action
     }
 
     fn on_log(&mut self) {

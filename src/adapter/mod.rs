@@ -2,7 +2,6 @@
 //! and performs its plans. No decision about a stream is made here; the
 //! comments say where a host constraint shapes the code.
 
-mod body;
 mod host;
 mod http;
 mod root;

@@ -7,6 +7,7 @@
 
 mod error;
 mod toon;
+mod trim;
 
 use std::collections::HashMap;
 
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
+pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
 /// Default cap on a buffered body: Envoy's default
 /// `per_connection_buffer_limit_bytes` is 1 MiB, and buffering past it resets
@@ -27,6 +29,8 @@ const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
 pub struct Patch {
     #[serde(default)]
     pub toon: ToonPatch,
+    #[serde(default)]
+    pub trim: TrimPatch,
 }
 
 impl Patch {
@@ -40,10 +44,12 @@ impl Patch {
 struct RawConfig {
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    trim: TrimSection,
     max_body_bytes: Option<u64>,
+    max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
-    hold_headers: Option<bool>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -57,6 +63,8 @@ struct RawServer {
     matcher: Matcher,
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    trim: TrimPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -104,25 +112,27 @@ struct Server {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub max_body_bytes: usize,
+    /// Largest SSE event the plugin holds to rewrite; larger ones stream
+    /// through unmodified.
+    pub max_event_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
-    /// Hold response headers until the body is rewritten, so the response
-    /// keeps an exact `content-length` and gets the `x-mcp-toon` header.
-    /// Must equal the Envoy plugin setting `allow_on_headers_stop_iteration`:
-    /// without it Envoy turns a paused headers callback into
-    /// StopAllIterationAndWatermark, which withholds the body callbacks and
-    /// stalls the stream. A plugin cannot read that setting, so the operator
-    /// states it here. Default false: works on every Envoy.
-    pub hold_headers: bool,
+    /// The trim endpoint; `enabled` here is the top-level default, see
+    /// [`Policy::trim`] for the resolved per-tool value.
+    pub trim: TrimSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
+    /// Some layer enables trim: requests must be read for intents.
+    trim_anywhere: bool,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     pub toon: ToonSettings,
+    /// Whether the trim stage runs for this tool.
+    pub trim: bool,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -133,12 +143,14 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
+            max_event_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
-            hold_headers: false,
+            trim: TrimSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
+            trim_anywhere: false,
         }
     }
 }
@@ -154,7 +166,13 @@ impl Settings {
         let raw: RawConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { String::new() } else { path };
-            ConfigError::new(field, clean_serde_message(&e.into_inner().to_string()))
+            // serde quotes offending values; a credential must not reach a log.
+            let message = if field.ends_with("client_secret") || field.ends_with("client_id") {
+                "must be a string".to_string()
+            } else {
+                clean_serde_message(&e.into_inner().to_string())
+            };
+            ConfigError::new(field, message)
         })?;
         de.end()
             .map_err(|e| ConfigError::new("", format!("trailing characters: {e}")))?;
@@ -163,11 +181,21 @@ impl Settings {
 
     fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
+        let trim_enabled = raw.trim.enabled;
+        let trim = raw.trim.resolve()?;
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
                 "max_body_bytes",
                 max_body_bytes,
+                "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+            ));
+        }
+        let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_event_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_event_bytes",
+                max_event_bytes,
                 "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
             ));
         }
@@ -185,19 +213,46 @@ impl Settings {
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
-                patch: Patch { toon: s.toon },
+                patch: Patch {
+                    toon: s.toon,
+                    trim: s.trim,
+                },
                 tools: s.tools,
             });
         }
+        let enables = |p: &Patch| p.trim.enabled == Some(true);
+        let trim_anywhere = trim_enabled == Some(true)
+            || raw.tools.values().any(enables)
+            || servers
+                .iter()
+                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
         Ok(Self {
+            trim_anywhere,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
-            hold_headers: raw.hold_headers.unwrap_or(false),
-            base: Patch { toon: raw.toon },
+            trim,
+            base: Patch {
+                toon: raw.toon,
+                trim: TrimPatch {
+                    enabled: trim_enabled,
+                },
+            },
             tools: raw.tools,
             servers,
         })
+    }
+
+    /// True when some layer enables trim, so requests carry intents worth
+    /// reading (and, with `advertise_intent`, arguments worth stripping).
+    pub fn trim_anywhere(&self) -> bool {
+        self.trim_anywhere
+    }
+
+    /// True when `tools/list` responses may change.
+    pub fn rewrites_listings(&self) -> bool {
+        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.
@@ -222,10 +277,12 @@ impl Settings {
             }
         }
         let mut toon = ToonSettings::default();
+        let mut trim = false;
         for layer in layers {
             toon.apply(&layer.toon);
+            trim = layer.trim.enabled.unwrap_or(trim);
         }
-        Policy { toon }
+        Policy { toon, trim }
     }
 }
 

@@ -1,33 +1,296 @@
-// Tests fail loudly: unwrap and friends are the point here.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use super::*;
 
-#[test]
-fn hold_headers_defaults_to_false() {
-    let settings = Settings::from_json("{}").unwrap();
-    assert!(!settings.hold_headers);
-    assert!(!Settings::default().hold_headers);
+fn err(json: &str) -> ConfigError {
+    match Settings::from_json(json) {
+        Ok(_) => ConfigError::new("<accepted>", json),
+        Err(e) => e,
+    }
 }
 
 #[test]
-fn hold_headers_accepts_a_boolean() {
-    let on = Settings::from_json(r#"{"hold_headers": true}"#).unwrap();
-    assert!(on.hold_headers);
-    let off = Settings::from_json(r#"{"hold_headers": false}"#).unwrap();
-    assert!(!off.hold_headers);
+fn empty_and_minimal_configs_take_defaults() {
+    for text in ["", "  ", "{}"] {
+        let s = Settings::from_json(text).unwrap();
+        assert_eq!(s.max_body_bytes, 1024 * 1024);
+        assert!(s.strip_accept_encoding);
+        assert!(!s.annotate_tools);
+        let p = s.policy(ServerScope::default(), None);
+        assert_eq!(p.toon.mode, Mode::Adaptive);
+        assert_eq!(p.toon.min_savings_pct, 15);
+        assert_eq!(p.toon.min_bytes, 500);
+        assert_eq!(p.toon.min_rows, 4);
+        assert_eq!(p.toon.key_presence_pct, 90);
+        assert_eq!(p.toon.header, Header::Marker);
+        assert!(p.toon.marker.starts_with(MARKER_PREFIX));
+        assert!(p.toon.verify);
+    }
 }
 
 #[test]
-fn hold_headers_refuses_anything_else_naming_the_field() {
-    for bad in [r#""yes""#, "1", "[]"] {
-        let err = Settings::from_json(&format!(r#"{{"hold_headers": {bad}}}"#)).unwrap_err();
-        assert_eq!(err.field, "hold_headers", "{bad}: {err}");
-        assert!(err.message.contains("boolean"), "{bad}: {err}");
+fn full_example_from_the_issue_is_accepted() {
+    let s = Settings::from_json(
+        r#"{
+          "toon": {"mode": "adaptive", "min_savings_pct": 15, "min_bytes": 500, "min_rows": 4,
+                   "key_presence_pct": 90, "header": "marker", "marker": "[mcp-toon/v1] ...", "verify": true},
+          "max_body_bytes": 1048576, "strip_accept_encoding": true, "annotate_tools": false,
+          "tools": {"t": {"toon": {"mode": "off"}}},
+          "servers": [{"match": {"route": "r", "cluster": "c", "authority": "a"},
+                       "toon": {"min_savings_pct": 30}, "tools": {"t": {"toon": {}}}}]
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(
+        s.policy(ServerScope::default(), Some("t")).toon.mode,
+        Mode::Off
+    );
+}
+
+#[test]
+fn refusals_name_the_field_and_the_allowed_values() {
+    let cases = [
+        (
+            r#"{"toon":{"mode":"sometimes"}}"#,
+            "toon.mode",
+            "`off`, `adaptive`, `always`",
+        ),
+        (
+            r#"{"toon":{"header":"banner"}}"#,
+            "toon.header",
+            "`marker`, `fence`, `none`",
+        ),
+        (
+            r#"{"toon":{"min_savings_pct":0}}"#,
+            "toon.min_savings_pct",
+            "1..=90",
+        ),
+        (
+            r#"{"toon":{"min_savings_pct":91}}"#,
+            "toon.min_savings_pct",
+            "1..=90",
+        ),
+        (r#"{"toon":{"min_bytes":-1}}"#, "toon.min_bytes", "u64"),
+        (r#"{"toon":{"min_rows":0}}"#, "toon.min_rows", "1..=1000000"),
+        (
+            r#"{"toon":{"key_presence_pct":101}}"#,
+            "toon.key_presence_pct",
+            "1..=100",
+        ),
+        (
+            r#"{"toon":{"marker":"TOON below"}}"#,
+            "toon.marker",
+            "[mcp-toon/v1]",
+        ),
+        (
+            r#"{"toon":{"marker":"[mcp-toon/v1] two\nlines"}}"#,
+            "toon.marker",
+            "one line",
+        ),
+        (r#"{"toon":{"verify":"yes"}}"#, "toon.verify", "boolean"),
+        (r#"{"toon":{"colour":1}}"#, "toon.colour", "`mode`"),
+        (r#"{"max_body_bytes":10}"#, "max_body_bytes", "1024..="),
+        (
+            r#"{"strip_accept_encoding":1}"#,
+            "strip_accept_encoding",
+            "boolean",
+        ),
+        (r#"{"extra":true}"#, "extra", "`toon`"),
+        (
+            r#"{"tools":{"t":{"toon":{"mode":"x"}}}}"#,
+            "tools.t.toon.mode",
+            "`adaptive`",
+        ),
+        (r#"{"tools":{"t":{"clean":{}}}}"#, "tools.t.clean", "`toon`"),
+        (
+            r#"{"servers":[{"match":{}}]}"#,
+            "servers[0].match",
+            "`route`, `cluster`, `authority`",
+        ),
+        (
+            r#"{"servers":[{"match":{"host":"a"}}]}"#,
+            "servers[0].match.host",
+            "`authority`",
+        ),
+        (r#"{"servers":[{"toon":{}}]}"#, "servers[0]", "match"),
+        (
+            r#"{"servers":[{"match":{"route":"r"},"toon":{"min_rows":0}}]}"#,
+            "servers[0].toon.min_rows",
+            "1..=",
+        ),
+        (
+            r#"{"servers":[{"match":{"route":"r"},"tools":{"t":{"toon":{"min_savings_pct":95}}}}]}"#,
+            "servers[0].tools.t.toon.min_savings_pct",
+            "1..=90",
+        ),
+        ("not json", "", "expected"),
+        ("{} {}", "", "trailing"),
+    ];
+    for (json, field, allowed) in cases {
+        let e = err(json);
+        assert_eq!(e.field, field, "{json}: {e}");
         assert!(
-            err.to_string()
-                .starts_with("mcp-toon configuration: hold_headers: "),
-            "{err}"
+            e.to_string().contains(allowed),
+            "{json}: `{e}` should mention {allowed}"
         );
+        assert!(e.to_string().starts_with("mcp-toon configuration: "), "{e}");
+    }
+}
+
+#[test]
+fn precedence_most_specific_first() {
+    let s = Settings::from_json(
+        r#"{
+          "toon": {"min_savings_pct": 10, "min_rows": 2},
+          "tools": {"t": {"toon": {"min_savings_pct": 20}}, "u": {"toon": {"header": "fence"}}},
+          "servers": [
+            {"match": {"cluster": "c1"}, "toon": {"min_savings_pct": 30, "min_rows": 3, "header": "none"},
+             "tools": {"t": {"toon": {"min_savings_pct": 40}}}},
+            {"match": {"cluster": "c1", "route": "r"}, "toon": {"min_savings_pct": 50}}
+          ]
+        }"#,
+    )
+    .unwrap();
+    let stream = |route: Option<&str>, cluster: Option<&str>| StreamInfo {
+        route: route.map(str::to_string),
+        cluster: cluster.map(str::to_string),
+        authority: None,
+    };
+    let none = s.server_for(&stream(None, Some("other")));
+    let c1 = s.server_for(&stream(Some("r"), Some("c1")));
+    assert_eq!(c1, ServerScope(Some(0)), "first matching entry wins");
+    // defaults < top level
+    assert_eq!(s.policy(none, None).toon.min_savings_pct, 10);
+    assert_eq!(s.policy(none, None).toon.min_bytes, 500);
+    // top-level tool entry > top level
+    assert_eq!(s.policy(none, Some("t")).toon.min_savings_pct, 20);
+    // matching server > top level
+    assert_eq!(s.policy(c1, None).toon.min_savings_pct, 30);
+    assert_eq!(s.policy(c1, None).toon.min_rows, 3);
+    // top-level tool entry > matching server
+    assert_eq!(s.policy(c1, Some("u")).toon.header, Header::Fence);
+    // matching server's tool entry > top-level tool entry
+    assert_eq!(s.policy(c1, Some("t")).toon.min_savings_pct, 40);
+    // fields a layer leaves out are inherited
+    assert_eq!(s.policy(c1, Some("t")).toon.min_rows, 3);
+}
+
+#[test]
+fn server_match_needs_every_given_key() {
+    let s = Settings::from_json(r#"{"servers":[{"match":{"route":"r","authority":"mcp.local"}}]}"#)
+        .unwrap();
+    let mut info = StreamInfo {
+        route: Some("r".into()),
+        cluster: None,
+        authority: Some("mcp.local".into()),
+    };
+    assert_eq!(s.server_for(&info), ServerScope(Some(0)));
+    info.authority = Some("other".into());
+    assert_eq!(s.server_for(&info), ServerScope(None));
+    info.authority = None;
+    assert_eq!(s.server_for(&info), ServerScope(None));
+}
+
+#[test]
+fn trim_section_defaults_overrides_and_refusals() {
+    let s = Settings::from_json("{}").unwrap();
+    assert!(!s.trim.enabled && !s.trim_anywhere() && !s.rewrites_listings());
+    assert_eq!(s.trim.threshold_bytes, 8000);
+    assert_eq!(s.trim.intent_argument, "expected_info");
+    let s = Settings::from_json(
+        r#"{"trim":{"enabled":false},"tools":{"search":{"trim":{"enabled":true}}},
+            "servers":[{"match":{"cluster":"c"},"trim":{"enabled":true},"tools":{"big":{"trim":{"enabled":false}}}}]}"#,
+    )
+    .unwrap();
+    assert!(s.trim_anywhere() && s.rewrites_listings());
+    let c = s.server_for(&StreamInfo {
+        cluster: Some("c".into()),
+        ..StreamInfo::default()
+    });
+    assert!(!s.policy(ServerScope::default(), Some("other")).trim);
+    assert!(s.policy(ServerScope::default(), Some("search")).trim);
+    assert!(s.policy(c, Some("other")).trim);
+    assert!(!s.policy(c, Some("big")).trim);
+
+    let cases = [
+        (
+            r#"{"trim":{"blocks":"some"}}"#,
+            "trim.blocks",
+            "`first` or `all`",
+        ),
+        (
+            r#"{"trim":{"timeout_ms":0}}"#,
+            "trim.timeout_ms",
+            "1..=600000",
+        ),
+        (
+            r#"{"trim":{"path":"v1/chat"}}"#,
+            "trim.path",
+            "starting with `/`",
+        ),
+        (
+            r#"{"trim":{"cluster":""}}"#,
+            "trim.cluster",
+            "Envoy cluster",
+        ),
+        (
+            r#"{"trim":{"intent_argument":"a b"}}"#,
+            "trim.intent_argument",
+            "letters, digits",
+        ),
+        (
+            r#"{"trim":{"client_id":"gw"}}"#,
+            "trim.client_secret",
+            "required",
+        ),
+        (
+            r#"{"tools":{"t":{"trim":{"model":"x"}}}}"#,
+            "tools.t.trim.model",
+            "`enabled`",
+        ),
+    ];
+    for (json, field, allowed) in cases {
+        let e = err(json);
+        assert_eq!(e.field, field, "{json}: {e}");
+        assert!(
+            e.to_string().contains(allowed),
+            "{json}: `{e}` should mention {allowed}"
+        );
+    }
+}
+
+#[test]
+fn secrets_never_appear_in_errors() {
+    for json in [
+        r#"{"trim":{"client_secret":"hunter2-secret"}}"#,
+        r#"{"trim":{"client_id":"hunter2-secret"}}"#,
+        r#"{"trim":{"client_id":"gw","client_secret":"hunter2-secret\n"}}"#,
+        r#"{"trim":{"client_secret":{"hunter2-secret":1}}}"#,
+    ] {
+        let e = err(json);
+        assert!(e.field.starts_with("trim.client_"), "{json}: {e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+}
+
+#[test]
+fn hold_headers_defaults_to_false_and_takes_a_boolean() {
+    assert!(!Settings::from_json("{}").unwrap().hold_headers);
+    assert!(!Settings::default().hold_headers);
+    assert!(
+        Settings::from_json(r#"{"hold_headers": true}"#)
+            .unwrap()
+            .hold_headers
+    );
+    assert!(
+        !Settings::from_json(r#"{"hold_headers": false}"#)
+            .unwrap()
+            .hold_headers
+    );
+    for bad in [r#""yes""#, "1", "[]"] {
+        let e = err(&format!(r#"{{"hold_headers": {bad}}}"#));
+        assert_eq!(e.field, "hold_headers", "{bad}: {e}");
+        assert!(e.message.contains("boolean"), "{bad}: {e}");
+        assert!(e
+            .to_string()
+            .starts_with("mcp-toon configuration: hold_headers: "));
     }
 }

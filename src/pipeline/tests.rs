@@ -1,1 +1,513 @@
+use serde_json::{json, Value};
 
+use super::*;
+use crate::config::StreamInfo;
+
+fn table_text(n: usize) -> String {
+    Value::Array(
+        (0..n)
+            .map(|i| json!({"id": i, "name": format!("row {i}"), "ok": true}))
+            .collect(),
+    )
+    .to_string()
+}
+
+fn call_request(id: &str, tool: &str) -> RequestInfo {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+    );
+    RequestInfo::parse(body.as_bytes()).unwrap()
+}
+
+fn result_body(id: &str, content: Value, extra: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":{content}{extra}}}}}"#)
+}
+
+fn run(settings: &Settings, request: &RequestInfo, body: &str) -> (Option<String>, Report) {
+    let mut report = Report::default();
+    let out = process_response(
+        settings,
+        ServerScope::default(),
+        request,
+        body.as_bytes(),
+        &mut report,
+    )
+    .map(|b| String::from_utf8(b).unwrap());
+    (out, report)
+}
+
+#[test]
+fn only_the_text_string_changes() {
+    let text = table_text(30);
+    // Odd spacing, a big integer and an exponent elsewhere in the message must survive byte for byte.
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\", \"id\" : 5,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{}}},{{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/png\"}}],\"structuredContent\":{{\"big\":123456789012345678901234567890,\"e\":1E5}},\"_meta\":{{}}}}}}",
+        serde_json::to_string(&text).unwrap()
+    );
+    let (out, report) = run(&Settings::default(), &call_request("5", "rows"), &body);
+    let out = out.unwrap();
+    let literal = serde_json::to_string(&text).unwrap();
+    let start = body.find(&literal).unwrap();
+    assert_eq!(out[..start], body[..start]);
+    let tail = &body[start + literal.len()..];
+    assert!(
+        out.ends_with(tail),
+        "everything after the text is unchanged"
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let new_text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(new_text.starts_with("[mcp-toon/v1] "));
+    assert_eq!(report.decisions.len(), 1);
+    let d = &report.decisions[0];
+    assert_eq!(
+        (d.stage, d.outcome, d.block),
+        (Stage::Toon, Outcome::Encoded, Some(0))
+    );
+    assert_eq!(
+        (d.bytes_before, d.bytes_after),
+        (text.len(), new_text.len())
+    );
+    assert_eq!(d.tool.as_deref(), Some("rows"));
+}
+
+#[test]
+fn untouched_shapes_pass_byte_identical_with_a_reason() {
+    let s = Settings::default();
+    let req = call_request("1", "t");
+    let table = serde_json::to_string(&table_text(30)).unwrap();
+    let cases = [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#.to_string(),
+            Reason::JsonRpcError,
+        ),
+        (
+            result_body(
+                "1",
+                json!([{"type": "text", "text": table_text(30)}]),
+                r#","isError":true"#,
+            ),
+            Reason::IsError,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"a":1}}}"#.to_string(),
+            Reason::NoContent,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":{table},"text":{table}}}]}}}}"#
+            ),
+            Reason::MalformedContent,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":5}]}}"#
+                .to_string(),
+            Reason::MalformedContent,
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":".to_string(),
+            Reason::MalformedResponse,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]},"result":{}}"#.to_string(),
+            Reason::MalformedResponse,
+        ),
+    ];
+    for (body, reason) in cases {
+        let (out, report) = run(&s, &req, &body);
+        assert_eq!(out, None, "{body}");
+        assert!(
+            report
+                .decisions
+                .iter()
+                .any(|d| d.outcome == Outcome::Passthrough(reason)),
+            "{body}: {report:?}"
+        );
+    }
+    let mut report = Report::default();
+    assert_eq!(
+        process_response(&s, ServerScope::default(), &req, b"\xff\xfe", &mut report),
+        None
+    );
+    assert_eq!(
+        report.decisions[0].outcome,
+        Outcome::Passthrough(Reason::InvalidUtf8)
+    );
+}
+
+#[test]
+fn responses_to_other_requests_are_not_touched() {
+    let body = result_body("2", json!([{"type": "text", "text": table_text(30)}]), "");
+    let (out, report) = run(&Settings::default(), &call_request("1", "t"), &body);
+    assert_eq!(out, None);
+    assert!(report.is_empty());
+}
+
+#[test]
+fn batch_each_response_decided_on_its_own() {
+    let req = RequestInfo::parse(
+        br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}},
+             {"jsonrpc":"2.0","method":"notifications/progress"},
+             {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}},
+             {"jsonrpc":"2.0","id":3,"method":"ping"}]"#,
+    )
+    .unwrap();
+    let body = format!(
+        "[{},{},{}]",
+        result_body("1", json!([{"type": "text", "text": table_text(30)}]), ""),
+        result_body("2", json!([{"type": "text", "text": "hello"}]), ""),
+        r#"{"jsonrpc":"2.0","id":3,"result":{}}"#
+    );
+    let (out, report) = run(&Settings::default(), &req, &body);
+    let v: Value = serde_json::from_str(&out.unwrap()).unwrap();
+    assert!(v[0]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[mcp-toon/v1]"));
+    assert_eq!(v[1]["result"]["content"][0]["text"], "hello");
+    assert_eq!(v[2], json!({"jsonrpc":"2.0","id":3,"result":{}}));
+    let outcomes: Vec<_> = report
+        .decisions
+        .iter()
+        .map(|d| (d.id.clone(), d.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            (Some("1".into()), Outcome::Encoded),
+            (
+                Some("2".into()),
+                Outcome::Passthrough(Reason::BelowMinBytes)
+            )
+        ]
+    );
+}
+
+#[test]
+fn per_tool_and_per_server_overrides_apply() {
+    let s = Settings::from_json(
+        r#"{"tools":{"legacy":{"toon":{"mode":"off"}}},
+            "servers":[{"match":{"cluster":"strict"},"toon":{"min_savings_pct":90}}]}"#,
+    )
+    .unwrap();
+    let body = result_body("1", json!([{"type": "text", "text": table_text(30)}]), "");
+    let (out, report) = run(&s, &call_request("1", "legacy"), &body);
+    assert_eq!(out, None);
+    assert_eq!(
+        report.decisions[0].outcome,
+        Outcome::Passthrough(Reason::ModeOff)
+    );
+    let (out, _) = run(&s, &call_request("1", "other"), &body);
+    assert!(out.is_some());
+    let strict = s.server_for(&StreamInfo {
+        cluster: Some("strict".into()),
+        ..StreamInfo::default()
+    });
+    let mut report = Report::default();
+    let out = process_response(
+        &s,
+        strict,
+        &call_request("1", "other"),
+        body.as_bytes(),
+        &mut report,
+    );
+    assert_eq!(out, None);
+    assert_eq!(
+        report.decisions[0].outcome,
+        Outcome::Passthrough(Reason::BelowThreshold)
+    );
+}
+
+fn list_body() -> String {
+    r#"{"jsonrpc":"2.0","id":9,"result":{"tools":[{"name":"rows","description":"Lists rows.","inputSchema":{"type":"object"}},{"name":"quiet","inputSchema":{"type":"object"}},{"name":"legacy","description":"Old.","inputSchema":{"type":"object"}}]}}"#.to_string()
+}
+
+fn list_request() -> RequestInfo {
+    RequestInfo::parse(br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#).unwrap()
+}
+
+#[test]
+fn listings_stay_byte_identical_without_annotate_tools() {
+    let (out, report) = run(&Settings::default(), &list_request(), &list_body());
+    assert_eq!(out, None);
+    assert!(report.is_empty());
+}
+
+#[test]
+fn annotate_tools_appends_the_hint_where_toon_is_on() {
+    let s = Settings::from_json(
+        r#"{"annotate_tools":true,"tools":{"legacy":{"toon":{"mode":"off"}}}}"#,
+    )
+    .unwrap();
+    let (out, report) = run(&s, &list_request(), &list_body());
+    let out = out.unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let tools = v["result"]["tools"].as_array().unwrap();
+    assert_eq!(
+        tools[0]["description"],
+        format!("Lists rows. {DECODE_HINT}")
+    );
+    assert_eq!(tools[1]["description"], DECODE_HINT);
+    assert_eq!(tools[2]["description"], "Old.");
+    assert_eq!(report.decisions.len(), 2);
+    assert!(report
+        .decisions
+        .iter()
+        .all(|d| d.outcome == Outcome::Annotated));
+    // Annotating twice changes nothing more.
+    let mut again = Report::default();
+    assert_eq!(
+        process_response(
+            &s,
+            ServerScope::default(),
+            &list_request(),
+            out.as_bytes(),
+            &mut again
+        ),
+        None
+    );
+}
+
+mod trimming {
+    use super::*;
+    use crate::stage::trim::LlmReply;
+
+    const CONFIG: &str = r#"{"trim":{"enabled":true,"threshold_bytes":200}}"#;
+
+    fn request(intent: Option<&str>) -> RequestInfo {
+        let args = match intent {
+            Some(i) => format!(r#"{{"q":1,"expected_info":"{i}"}}"#),
+            None => r#"{"q":1}"#.to_string(),
+        };
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"rows","arguments":{args}}}}}"#
+        );
+        RequestInfo::parse_with_intent(body.as_bytes(), Some("expected_info")).unwrap()
+    }
+
+    fn body(texts: &[String]) -> Vec<u8> {
+        let content: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        result_body("1", Value::Array(content), "").into_bytes()
+    }
+
+    fn reply(content: &str) -> LlmReply {
+        LlmReply::Response {
+            status: 200,
+            body: json!({"choices": [{"message": {"content": content}}]})
+                .to_string()
+                .into_bytes(),
+        }
+    }
+
+    fn outcomes(report: &Report, stage: Stage) -> Vec<Outcome> {
+        report
+            .decisions
+            .iter()
+            .filter(|d| d.stage == stage)
+            .map(|d| d.outcome)
+            .collect()
+    }
+
+    fn text_of(out: &[u8], i: usize) -> String {
+        let v: Value = serde_json::from_slice(out).unwrap();
+        v["result"]["content"][i]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    #[test]
+    fn trims_then_encodes_the_extraction() {
+        let s = Settings::from_json(CONFIG).unwrap();
+        let mut report = Report::default();
+        let job = start(
+            &s,
+            ServerScope::default(),
+            &request(Some("ids under 10")),
+            body(&[table_text(60)]),
+            &mut report,
+        )
+        .unwrap();
+        let call = job.callout().unwrap();
+        let sent: Value = serde_json::from_slice(&call.body).unwrap();
+        assert!(sent["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Intent: ids under 10"));
+        let extracted = table_text(25);
+        let out = job
+            .finish(&s, Some(&reply(&extracted)), &mut report)
+            .unwrap();
+        let text = text_of(&out, 0);
+        assert!(
+            text.starts_with("[mcp-toon/v1]"),
+            "the trimmed table is still TOON-encoded"
+        );
+        assert_eq!(outcomes(&report, Stage::Trim), vec![Outcome::Trimmed]);
+        assert_eq!(outcomes(&report, Stage::Toon), vec![Outcome::Encoded]);
+        let trim = report
+            .decisions
+            .iter()
+            .find(|d| d.stage == Stage::Trim)
+            .unwrap();
+        assert_eq!(
+            (trim.bytes_before, trim.bytes_after, trim.lossless),
+            (table_text(60).len(), extracted.len(), false)
+        );
+        assert_eq!(report.block_bytes(), (table_text(60).len(), text.len()));
+    }
+
+    #[test]
+    fn every_fail_open_leaves_the_cleaned_block() {
+        let s = Settings::from_json(CONFIG).unwrap();
+        let prose = "word ".repeat(100);
+        let cases = [
+            (
+                Some(LlmReply::Response {
+                    status: 503,
+                    body: vec![],
+                }),
+                Reason::TrimStatus,
+            ),
+            (
+                Some(LlmReply::Response {
+                    status: 200,
+                    body: b"<html>".to_vec(),
+                }),
+                Reason::TrimMalformed,
+            ),
+            (Some(reply(&"longer ".repeat(100))), Reason::TrimLarger),
+            (Some(reply("")), Reason::TrimMalformed),
+            (
+                Some(LlmReply::Failed { elapsed_ms: 10_000 }),
+                Reason::TrimTimeout,
+            ),
+            (Some(LlmReply::NotSent), Reason::TrimUnavailable),
+            (None, Reason::TrimUnavailable),
+        ];
+        for (r, reason) in cases {
+            let mut report = Report::default();
+            let job = start(
+                &s,
+                ServerScope::default(),
+                &request(Some("x")),
+                body(std::slice::from_ref(&prose)),
+                &mut report,
+            )
+            .unwrap();
+            assert!(job.callout().is_some());
+            assert_eq!(job.finish(&s, r.as_ref(), &mut report), None, "{reason:?}");
+            assert_eq!(
+                outcomes(&report, Stage::Trim),
+                vec![Outcome::Passthrough(reason)]
+            );
+        }
+    }
+
+    #[test]
+    fn no_callout_without_intent_or_below_threshold_or_when_off() {
+        let s = Settings::from_json(CONFIG).unwrap();
+        let cases = [
+            (request(None), table_text(60), Some(Reason::TrimNoIntent)),
+            (
+                request(Some("x")),
+                "small".to_string(),
+                Some(Reason::TrimBelowThreshold),
+            ),
+        ];
+        for (req, text, reason) in cases {
+            let mut report = Report::default();
+            let job = start(&s, ServerScope::default(), &req, body(&[text]), &mut report).unwrap();
+            assert!(job.callout().is_none());
+            assert_eq!(
+                outcomes(&report, Stage::Trim),
+                reason
+                    .map(Outcome::Passthrough)
+                    .into_iter()
+                    .collect::<Vec<_>>()
+            );
+        }
+        let off = Settings::default();
+        let mut report = Report::default();
+        let job = start(
+            &off,
+            ServerScope::default(),
+            &request(Some("x")),
+            body(&[table_text(60)]),
+            &mut report,
+        )
+        .unwrap();
+        assert!(job.callout().is_none());
+        assert!(outcomes(&report, Stage::Trim).is_empty());
+    }
+
+    #[test]
+    fn first_trims_content_zero_and_all_trims_every_block() {
+        let prose = "word ".repeat(100);
+        let s = Settings::from_json(CONFIG).unwrap();
+        let mut report = Report::default();
+        let job = start(
+            &s,
+            ServerScope::default(),
+            &request(Some("x")),
+            body(&[prose.clone(), prose.clone()]),
+            &mut report,
+        )
+        .unwrap();
+        let out = job.finish(&s, Some(&reply("word")), &mut report).unwrap();
+        assert_eq!(
+            (text_of(&out, 0), text_of(&out, 1)),
+            ("word".to_string(), prose.clone())
+        );
+
+        let all = Settings::from_json(
+            r#"{"trim":{"enabled":true,"threshold_bytes":200,"blocks":"all"}}"#,
+        )
+        .unwrap();
+        let mut report = Report::default();
+        let job = start(
+            &all,
+            ServerScope::default(),
+            &request(Some("x")),
+            body(&[prose.clone(), prose.clone()]),
+            &mut report,
+        )
+        .unwrap();
+        let out = job
+            .finish(&all, Some(&reply(r#"["one","two"]"#)), &mut report)
+            .unwrap();
+        assert_eq!(
+            (text_of(&out, 0), text_of(&out, 1)),
+            ("one".to_string(), "two".to_string())
+        );
+        assert_eq!(
+            outcomes(&report, Stage::Trim),
+            vec![Outcome::Trimmed, Outcome::Trimmed]
+        );
+    }
+
+    #[test]
+    fn listing_advertises_the_intent_argument_where_trim_is_on() {
+        let s = Settings::from_json(r#"{"tools":{"rows":{"trim":{"enabled":true}}}}"#).unwrap();
+        let (out, report) = run(&s, &list_request(), &list_body());
+        let v: Value = serde_json::from_str(&out.unwrap()).unwrap();
+        assert_eq!(
+            v["result"]["tools"][0]["inputSchema"]["properties"]["expected_info"]["type"],
+            "string"
+        );
+        assert!(v["result"]["tools"][1]["inputSchema"]
+            .get("properties")
+            .is_none());
+        assert_eq!(
+            outcomes(&report, Stage::Advertise),
+            vec![Outcome::Annotated]
+        );
+        let quiet = Settings::from_json(
+            r#"{"trim":{"advertise_intent":false},"tools":{"rows":{"trim":{"enabled":true}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(run(&quiet, &list_request(), &list_body()).0, None);
+    }
+}

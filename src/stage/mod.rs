@@ -3,6 +3,7 @@
 //! settings.
 
 pub mod toon;
+pub mod trim;
 
 /// Bytes a string takes as a JSON string literal the way `serde_json`
 /// writes it (RFC 8259 §7: `"` and `\` and control characters escaped,

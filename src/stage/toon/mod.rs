@@ -36,9 +36,7 @@ pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, R
     if adaptive {
         classify(&value, s.min_rows, s.key_presence_pct).map_err(|_| Reason::NotTabular)?;
     }
-    if !json::all_numbers(&value, &mut |n| survives(n)) {
-        return Err(Reason::LossyNumber);
-    }
+    exact(&value)?;
     let toon = to_toon(&value).ok_or(Reason::EncodeError)?;
     let emission = marker::wrap(&toon, s.header, &s.marker);
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
@@ -67,11 +65,16 @@ pub fn smaller_enough(before: usize, after: usize, pct: u64) -> bool {
 /// Plain TOON encoding of a JSON value with the spec's default options
 /// (two-space indent, comma delimiter). `None` when the encoder refuses.
 pub fn to_toon(value: &Value) -> Option<String> {
-    let opts = EncodeOptions::default();
+    to_toon_with(value, &EncodeOptions::default())
+}
+
+/// TOON encoding with explicit options (delimiter, indent), the same path
+/// the plugin uses; the spec fixtures run through it.
+pub fn to_toon_with(value: &Value, opts: &EncodeOptions) -> Option<String> {
     match value {
-        Value::Array(_) => toon_format::encode_array(value, &opts).ok(),
-        Value::Object(_) => toon_format::encode_object(value, &opts).ok(),
-        _ => toon_format::encode(value, &opts).ok(),
+        Value::Array(_) => toon_format::encode_array(value, opts).ok(),
+        Value::Object(_) => toon_format::encode_object(value, opts).ok(),
+        _ => toon_format::encode(value, opts).ok(),
     }
 }
 
@@ -82,6 +85,47 @@ pub fn from_toon(toon: &str) -> Option<Value> {
 
 fn decodes_to(toon: &str, original: &Value) -> bool {
     from_toon(toon).is_some_and(|decoded| json::same_value(&decoded, original))
+}
+
+/// Checks that TOON can carry `value` exactly, independent of `verify`:
+/// every number survives (see [`survives`]) and every group of objects that
+/// TOON would write under one header (§9.3 tabular rows, §9.4 field groups,
+/// §9.5 keyed entries) lists its keys in one order, since a header fixes
+/// one order for all rows.
+pub fn exact(value: &Value) -> Result<(), Reason> {
+    if !json::all_numbers(value, &mut |n| survives(n)) {
+        return Err(Reason::LossyNumber);
+    }
+    if !uniform_key_order(value, 0) {
+        return Err(Reason::KeyOrder);
+    }
+    Ok(())
+}
+
+fn uniform_key_order(value: &Value, depth: usize) -> bool {
+    // serde_json refuses nesting past 128 while parsing, so this bound is
+    // never the one that stops a real input.
+    if depth > 256 {
+        return false;
+    }
+    let children: Vec<&Value> = match value {
+        Value::Array(items) => items.iter().collect(),
+        Value::Object(members) => members.values().collect(),
+        _ => return true,
+    };
+    let objects: Vec<&serde_json::Map<String, Value>> =
+        children.iter().filter_map(|v| v.as_object()).collect();
+    if objects.len() == children.len() && objects.len() > 1 {
+        if let Some(first) = objects.first() {
+            let same_set = |o: &&serde_json::Map<String, Value>| {
+                o.len() == first.len() && first.keys().all(|k| o.contains_key(k))
+            };
+            if objects.iter().all(same_set) && !objects.iter().all(|o| o.keys().eq(first.keys())) {
+                return false;
+            }
+        }
+    }
+    children.iter().all(|c| uniform_key_order(c, depth + 1))
 }
 
 /// A number survives TOON when the canonical form the encoder writes for it
