@@ -14,6 +14,8 @@ pub mod mcp;
 pub mod outcome;
 pub mod pipeline;
 pub mod report;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod sse;
 pub mod stage;
 

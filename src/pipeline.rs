@@ -93,21 +93,52 @@ pub fn process_response(
     body: &[u8],
     report: &mut Report,
 ) -> Option<Vec<u8>> {
-    start(settings, scope, request, body.to_vec(), report)?.finish(settings, None, report)
+    start(settings, scope, request, body.to_vec(), report)
+        .ok()?
+        .finish(settings, None, report)
+        .changed()
+}
+
+/// A body after the stages: changed, or exactly as it came.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Output {
+    Changed(Vec<u8>),
+    Unchanged(Vec<u8>),
+}
+
+impl Output {
+    /// The new body, if any.
+    pub fn changed(self) -> Option<Vec<u8>> {
+        match self {
+            Output::Changed(b) => Some(b),
+            Output::Unchanged(_) => None,
+        }
+    }
+
+    /// The bytes to send, changed or not.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Output::Changed(b) | Output::Unchanged(b) => b,
+        }
+    }
 }
 
 /// Reads the body, pairs responses with requests, cleans each block and
-/// plans the trim callout. `None`: nothing here can change.
+/// plans the trim callout. `Err` hands the body back: nothing in it can
+/// change.
 pub fn start(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
     body: Vec<u8>,
     report: &mut Report,
-) -> Option<Job> {
-    let Ok(body) = String::from_utf8(body) else {
-        report.push(Decision::response(Reason::InvalidUtf8));
-        return None;
+) -> Result<Job, Vec<u8>> {
+    let body = match String::from_utf8(body) {
+        Ok(b) => b,
+        Err(e) => {
+            report.push(Decision::response(Reason::InvalidUtf8));
+            return Err(e.into_bytes());
+        }
     };
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
@@ -115,7 +146,7 @@ pub fn start(
     {
         let Some(messages) = mcp::parse_messages(&body) else {
             report.push(Decision::response(Reason::MalformedResponse));
-            return None;
+            return Err(body.into_bytes());
         };
         for message in &messages {
             let Some(call) = message.id.as_deref().and_then(|id| request.call(id)) else {
@@ -134,7 +165,7 @@ pub fn start(
     }
     // Stage 1, clean: lands with the clean stage.
     let trim = plan_trim(settings, &blocks, &intents, report);
-    Some(Job {
+    Ok(Job {
         body,
         edits,
         blocks,
@@ -155,7 +186,7 @@ impl Job {
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
-    ) -> Option<Vec<u8>> {
+    ) -> Output {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
@@ -171,9 +202,13 @@ impl Job {
             }
         }
         if self.edits.is_empty() {
-            return None;
+            return Output::Unchanged(self.body.into_bytes());
         }
-        self.edits.apply(&self.body).map(String::into_bytes)
+        let edits = std::mem::take(&mut self.edits);
+        match edits.apply(&self.body) {
+            Some(new) => Output::Changed(new.into_bytes()),
+            None => Output::Unchanged(self.body.into_bytes()),
+        }
     }
 }
 

@@ -50,6 +50,7 @@ struct RawConfig {
     max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
+    hold_headers: Option<bool>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -117,6 +118,14 @@ pub struct Settings {
     pub max_event_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
+    /// Hold response headers until the body is rewritten, so the response
+    /// keeps an exact `content-length` and gets the `x-mcp-toon` header.
+    /// Must match the Envoy plugin setting `allow_on_headers_stop_iteration`:
+    /// without it Envoy turns a paused headers callback into
+    /// StopAllIterationAndWatermark, which withholds the body callbacks and
+    /// stalls the stream. A plugin cannot read that setting, so the operator
+    /// states it here. Default false: works on every Envoy.
+    pub hold_headers: bool,
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
@@ -146,6 +155,7 @@ impl Default for Settings {
             max_event_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
+            hold_headers: false,
             trim: TrimSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
@@ -232,6 +242,7 @@ impl Settings {
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
+            hold_headers: raw.hold_headers.unwrap_or(false),
             trim,
             base: Patch {
                 toon: raw.toon,

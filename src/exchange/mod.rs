@@ -20,7 +20,7 @@ pub use session::{NoSessions, SessionStore};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::Reason;
-use crate::pipeline::{self, Job};
+use crate::pipeline::{self, Job, Output};
 use crate::report::{Decision, Report};
 use crate::stage::trim::{LlmReply, LlmRequest};
 
@@ -55,46 +55,76 @@ pub struct ResponseHead<'a> {
     pub status: Option<u16>,
     pub content_type: Option<&'a str>,
     pub content_encoding: Option<&'a str>,
+    pub content_length: Option<usize>,
     pub end_of_stream: bool,
 }
 
-/// What to do with the response.
+/// What to do with the response headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponsePlan {
     /// Leave the response alone.
     Pass,
-    /// Buffer the whole body (JSON); its length may change.
-    Buffer,
-    /// Rewrite the body chunk by chunk (SSE); its length may change.
-    Stream,
+    /// The body may change size. `hold_headers`: pause the headers and let
+    /// a later [`Step::content_length`] set the exact length; otherwise
+    /// remove `content-length` now (the body goes chunked).
+    Rewrite { hold_headers: bool },
 }
 
-/// What to do with a body chunk, before reading it.
+/// Whether the host lets the body go on after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyStep {
-    /// Keep buffering.
-    Wait,
-    /// Release everything buffered unchanged and stop looking.
-    Pass,
-    /// The body is complete: hand it to [`Exchange::response_complete`].
-    Ready,
-    /// Hand everything buffered to [`Exchange::stream_body`].
-    Stream,
+pub enum Flow {
+    /// Let the (possibly replaced) bytes go; after a callout reply, resume
+    /// if paused.
+    Continue,
+    /// Keep the bytes of this callback buffered and stop (or stay stopped).
+    Pause,
 }
 
-/// What to do with the buffered response bytes.
+/// The answer to a body callback or a callout reply.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Step {
-    /// Let the buffered bytes go as they are.
-    Continue,
-    /// Replace everything buffered with these bytes (possibly empty), then
-    /// let them go.
-    Replace(Vec<u8>),
-    /// Keep everything buffered: a callout is pending.
-    Hold,
-    /// Make this call and keep everything buffered; hand its outcome to
-    /// [`Exchange::callout_reply`].
-    Callout(LlmRequest),
+pub struct Step {
+    /// Replace the bytes the host holds for this callback (after a callout:
+    /// the bytes it kept when it paused) with these; `None` leaves them.
+    /// The core keeps what it takes out and sends it later.
+    pub body: Option<Vec<u8>>,
+    /// Headers were held: set this exact `content-length` (and the summary
+    /// header) before they go.
+    pub content_length: Option<usize>,
+    pub flow: Flow,
+    /// Make this call and hand its outcome to [`Exchange::callout_reply`].
+    pub callout: Option<LlmRequest>,
+}
+
+impl Step {
+    fn new(body: Option<Vec<u8>>, flow: Flow) -> Self {
+        Step {
+            body,
+            content_length: None,
+            flow,
+            callout: None,
+        }
+    }
+
+    fn pass() -> Self {
+        Step::new(None, Flow::Continue)
+    }
+
+    fn send(bytes: Vec<u8>) -> Self {
+        Step::new(Some(bytes), Flow::Continue)
+    }
+
+    /// Takes the callback's bytes out of the stream into the core.
+    fn swallow(pause: bool) -> Self {
+        Step::new(
+            Some(Vec::new()),
+            if pause { Flow::Pause } else { Flow::Continue },
+        )
+    }
+
+    fn with_callout(mut self, request: LlmRequest) -> Self {
+        self.callout = Some(request);
+        self
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,10 +153,41 @@ pub struct Exchange {
     /// The 2024-11-05 session: from a POST's query, or a GET stream's
     /// `endpoint` event.
     session: Option<String>,
+    /// Request bytes taken out of the stream while the body is read.
+    request_body: Collected,
+    /// Response bytes taken out of the stream while the body is buffered.
+    response_body: Collected,
+    /// Response headers are paused until the body is done.
+    hold_headers: bool,
     /// A JSON body waiting for its callout.
     job: Option<Job>,
     stream: Option<stream::SseState>,
     report: Report,
+}
+
+/// Body bytes the core keeps. Envoy appends each chunk to its own buffer
+/// before calling the plugin and resets the stream when that buffer passes
+/// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
+/// chunk landing on top. So the core takes every chunk out of Envoy's
+/// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
+#[derive(Debug, Default)]
+struct Collected {
+    bytes: Vec<u8>,
+    seen: usize,
+}
+
+impl Collected {
+    fn count(&mut self, chunk: &[u8]) -> usize {
+        self.seen = self.seen.saturating_add(chunk.len());
+        self.seen
+    }
+
+    /// Everything kept, then `chunk`.
+    fn take_with(&mut self, chunk: &[u8]) -> Vec<u8> {
+        let mut all = std::mem::take(&mut self.bytes);
+        all.extend_from_slice(chunk);
+        all
+    }
 }
 
 impl Exchange {
@@ -138,6 +199,9 @@ impl Exchange {
             request: RequestInfo::default(),
             legacy: false,
             session: None,
+            request_body: Collected::default(),
+            response_body: Collected::default(),
+            hold_headers: false,
             job: None,
             stream: None,
             report: Report::default(),
@@ -177,18 +241,38 @@ impl Exchange {
         }
     }
 
-    pub fn request_body(&mut self, buffered: usize, end_of_stream: bool) -> BodyStep {
+    /// One chunk of the request body. The request is only rewritten when
+    /// the intent argument may need to come out; otherwise every chunk goes
+    /// upstream at once and the core keeps a copy.
+    pub fn request_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         if self.phase != Phase::Request {
-            return BodyStep::Pass;
+            return Step::pass();
         }
-        if buffered > self.settings.max_body_bytes {
+        let rewrites = self.strips_intent();
+        if self.request_body.count(chunk) > self.settings.max_body_bytes {
             self.pass(Reason::RequestTooLarge);
-            return BodyStep::Pass;
+            let kept = rewrites && !self.request_body.bytes.is_empty();
+            let body = self.request_body.take_with(chunk);
+            return if kept { Step::send(body) } else { Step::pass() };
         }
-        if end_of_stream {
-            BodyStep::Ready
-        } else {
-            BodyStep::Wait
+        if !end_of_stream {
+            self.request_body.bytes.extend_from_slice(chunk);
+            return if rewrites {
+                Step::swallow(false)
+            } else {
+                Step::pass()
+            };
+        }
+        let body = self.request_body.take_with(chunk);
+        match self.request_complete(&body, sessions) {
+            Some(new) => Step::send(new),
+            None if rewrites && body.len() > chunk.len() => Step::send(body),
+            None => Step::pass(),
         }
     }
 
@@ -198,7 +282,7 @@ impl Exchange {
 
     /// The complete request body; returns the body to send upstream if it
     /// changed (the intent argument taken out of `tools/call` arguments).
-    pub fn request_complete(
+    fn request_complete(
         &mut self,
         body: &[u8],
         sessions: &mut dyn SessionStore,
@@ -259,74 +343,128 @@ impl Exchange {
         if media == "text/event-stream" {
             self.phase = Phase::Streaming;
             self.stream = Some(stream::SseState::new(self.settings.max_event_bytes));
-            ResponsePlan::Stream
-        } else {
-            self.phase = Phase::Buffering;
-            ResponsePlan::Buffer
+            return ResponsePlan::Rewrite {
+                hold_headers: false,
+            };
+        }
+        self.phase = Phase::Buffering;
+        // Hold only a body of known length the core will buffer whole: it
+        // then ends in one rewrite. A body of unknown length may end past
+        // `max_body_bytes`, and held headers would keep a stale length.
+        self.hold_headers = self.settings.hold_headers
+            && head
+                .content_length
+                .is_some_and(|n| n <= self.settings.max_body_bytes);
+        ResponsePlan::Rewrite {
+            hold_headers: self.hold_headers,
         }
     }
 
-    pub fn response_body(&mut self, buffered: usize, end_of_stream: bool) -> BodyStep {
+    /// One chunk of the response body.
+    pub fn response_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         match self.phase {
-            Phase::Streaming => BodyStep::Stream,
-            Phase::Buffering if buffered > self.settings.max_body_bytes => {
-                self.pass(Reason::ResponseTooLarge);
-                BodyStep::Pass
-            }
-            Phase::Buffering if end_of_stream => BodyStep::Ready,
-            Phase::Buffering => BodyStep::Wait,
-            _ => BodyStep::Pass,
+            Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
+            Phase::Buffering => self.json_chunk(chunk, end_of_stream),
+            _ => Step::pass(),
         }
     }
 
-    /// The complete JSON response body.
-    pub fn response_complete(&mut self, body: Vec<u8>) -> Step {
+    fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+        if self.response_body.count(chunk) > self.settings.max_body_bytes {
+            // What was taken out goes back in front of this chunk, unchanged.
+            self.pass(Reason::ResponseTooLarge);
+            let kept = !self.response_body.bytes.is_empty();
+            let body = self.response_body.take_with(chunk);
+            return if kept { Step::send(body) } else { Step::pass() };
+        }
+        if !end_of_stream {
+            self.response_body.bytes.extend_from_slice(chunk);
+            // Continuing would release held headers.
+            return Step::swallow(self.hold_headers);
+        }
         self.phase = Phase::Done;
-        let Some(job) = pipeline::start(
+        let kept = !self.response_body.bytes.is_empty();
+        let body = self.response_body.take_with(chunk);
+        match pipeline::start(
             &self.settings,
             self.scope,
             &self.request,
             body,
             &mut self.report,
-        ) else {
-            return Step::Continue;
-        };
-        match job.callout().cloned() {
-            Some(request) => {
-                self.job = Some(job);
-                Step::Callout(request)
-            }
-            None => replace_or_continue(job.finish(&self.settings, None, &mut self.report)),
+        ) {
+            Err(original) => self.final_body(Output::Unchanged(original), kept),
+            Ok(job) => match job.callout().cloned() {
+                // The host keeps this last chunk while the call runs; the
+                // reply replaces it with the whole body.
+                Some(request) => {
+                    self.job = Some(job);
+                    Step::new(None, Flow::Pause).with_callout(request)
+                }
+                None => {
+                    let out = job.finish(&self.settings, None, &mut self.report);
+                    self.final_body(out, kept)
+                }
+            },
         }
     }
 
-    /// The outcome of the callout a [`Step::Callout`] asked for. Always
-    /// safe to call; without a pending callout it changes nothing.
+    /// The last step of a JSON body: everything the core took out goes
+    /// back, changed or not.
+    fn final_body(&self, out: Output, kept: bool) -> Step {
+        let body = match out {
+            Output::Changed(b) => Some(b),
+            Output::Unchanged(b) if kept => Some(b),
+            Output::Unchanged(_) => None,
+        };
+        let content_length = match (&body, self.hold_headers) {
+            (Some(b), true) => Some(b.len()),
+            _ => None,
+        };
+        Step {
+            body,
+            content_length,
+            flow: Flow::Continue,
+            callout: None,
+        }
+    }
+
+    /// The outcome of the callout a [`Step::callout`] asked for. Always safe
+    /// to call; without a pending callout it changes nothing.
     pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
         if let Some(job) = self.job.take() {
-            return replace_or_continue(job.finish(&self.settings, Some(reply), &mut self.report));
+            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            return self.final_body(out, true);
         }
         if self.stream.is_some() {
             return self.stream_reply(reply, sessions);
         }
-        Step::Continue
+        Step::pass()
     }
 
     pub fn report(&self) -> &Report {
         &self.report
     }
 
+    /// The core wants the request body's bytes (else the host need not
+    /// read them).
+    pub fn reads_request(&self) -> bool {
+        self.phase == Phase::Request
+    }
+
+    /// The core wants the response body's bytes.
+    pub fn reads_response(&self) -> bool {
+        matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.job.is_some()
+    }
+
     /// Nothing more can change on this stream (its report is final unless
     /// the stream is still flowing).
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done && self.job.is_none()
-    }
-}
-
-fn replace_or_continue(body: Option<Vec<u8>>) -> Step {
-    match body {
-        Some(b) => Step::Replace(b),
-        None => Step::Continue,
     }
 }
 

@@ -2,16 +2,17 @@
 //!
 //! Complete events go out in the same body callback that completed them;
 //! only an incomplete trailing event is held (by the framer). A tool result
-//! whose trim needs a callout holds the stream: the host keeps buffering
-//! (each later callback hands over everything buffered, of which the first
-//! `consumed` bytes were already read), and when the reply arrives all held
-//! events go out at once.
+//! whose trim needs a callout holds back what follows it: later chunks are
+//! taken out of the stream into the queue, and the held events go out with
+//! the first chunk after the reply — or, when the stream ends first, the
+//! host pauses on its last chunk and the reply's step replaces that chunk
+//! with everything held.
 
 use std::collections::VecDeque;
 
-use super::{Exchange, SessionStore, Step};
+use super::{Exchange, Flow, SessionStore, Step};
 use crate::outcome::Reason;
-use crate::pipeline::{self, Job};
+use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
 use crate::stage::trim::LlmReply;
@@ -19,8 +20,8 @@ use crate::stage::trim::LlmReply;
 #[derive(Debug)]
 pub(super) struct SseState {
     framer: SseFramer,
-    /// Bytes of the host's current buffer already fed to the framer.
-    consumed: usize,
+    /// The last chunk arrived.
+    ended: bool,
     /// Units waiting behind a pending callout, in stream order.
     queue: VecDeque<Unit>,
     /// Bytes ready to go, not yet handed to the host.
@@ -33,7 +34,7 @@ impl SseState {
     pub(super) fn new(max_event_bytes: usize) -> Self {
         Self {
             framer: SseFramer::new(max_event_bytes),
-            consumed: 0,
+            ended: false,
             queue: VecDeque::new(),
             out: Vec::new(),
             pending: None,
@@ -47,25 +48,22 @@ enum Rewritten {
 }
 
 impl Exchange {
-    /// Everything the host holds of the response body so far (after a
-    /// [`Step::Replace`] the host starts a new buffer).
-    pub fn stream_body(
+    pub(super) fn stream_chunk(
         &mut self,
-        buffered: &[u8],
+        chunk: &[u8],
         end_of_stream: bool,
         sessions: &mut dyn SessionStore,
     ) -> Step {
         let Some(state) = self.stream.as_mut() else {
-            return Step::Continue;
+            return Step::pass();
         };
-        let fresh = buffered.get(state.consumed..).unwrap_or_default();
-        state.consumed = buffered.len();
-        let mut units = state.framer.push(fresh);
+        let mut units = state.framer.push(chunk);
         if end_of_stream {
             units.extend(state.framer.finish());
+            state.ended = true;
         }
         state.queue.extend(units);
-        self.drain(sessions)
+        self.drain(Some(chunk), sessions)
     }
 
     pub(super) fn stream_reply(
@@ -73,30 +71,48 @@ impl Exchange {
         reply: &LlmReply,
         sessions: &mut dyn SessionStore,
     ) -> Step {
-        let Some((event, job)) = self.stream.as_mut().and_then(|s| s.pending.take()) else {
-            return self.drain(sessions);
-        };
-        let bytes = rewritten(
-            event,
-            job.finish(&self.settings, Some(reply), &mut self.report),
-        );
-        if let Some(state) = self.stream.as_mut() {
-            state.out.extend(bytes);
+        let pending = self.stream.as_mut().and_then(|s| s.pending.take());
+        if let Some((event, job)) = pending {
+            let bytes = rewritten(
+                event,
+                job.finish(&self.settings, Some(reply), &mut self.report),
+            );
+            if let Some(state) = self.stream.as_mut() {
+                state.out.extend(bytes);
+            }
         }
-        self.drain(sessions)
+        self.drain(None, sessions)
     }
 
-    fn drain(&mut self, sessions: &mut dyn SessionStore) -> Step {
+    /// Runs queued units through the pipeline until the queue is empty or a
+    /// callout is needed. `chunk`: the bytes of the current body callback
+    /// (`None` after a reply).
+    fn drain(&mut self, chunk: Option<&[u8]>, sessions: &mut dyn SessionStore) -> Step {
         loop {
             let Some(state) = self.stream.as_mut() else {
-                return Step::Continue;
+                return Step::pass();
             };
             if state.pending.is_some() {
-                return Step::Hold;
+                return match (chunk, state.ended) {
+                    // The last chunk stays with the host, paused; the reply
+                    // replaces it with everything held.
+                    (_, true) => Step::new(None, Flow::Pause),
+                    (Some(_), false) => Step::swallow(false),
+                    (None, false) => Step::pass(),
+                };
             }
             let Some(unit) = state.queue.pop_front() else {
-                state.consumed = 0;
-                return Step::Replace(std::mem::take(&mut state.out));
+                let out = std::mem::take(&mut state.out);
+                return match chunk {
+                    Some(c) if c == out.as_slice() => Step::pass(),
+                    Some(_) => Step::send(out),
+                    // After a reply: the host paused only on the last chunk.
+                    None if state.ended => Step::send(out),
+                    None => {
+                        state.out = out;
+                        Step::pass()
+                    }
+                };
             };
             let bytes = match unit {
                 Unit::Passthrough { bytes, reason } => {
@@ -119,10 +135,19 @@ impl Exchange {
                         if let Some(state) = self.stream.as_mut() {
                             state.pending = Some((event, job));
                         }
-                        match request {
-                            Some(r) => return Step::Callout(r),
-                            None => continue,
-                        }
+                        let Some(request) = request else { continue };
+                        // Events before this one go out with this chunk
+                        // unless the stream ended: then the host pauses on
+                        // the last chunk and everything goes with the reply.
+                        let Some(state) = self.stream.as_mut() else {
+                            return Step::pass();
+                        };
+                        let step = match (chunk, state.ended) {
+                            (Some(_), false) => Step::send(std::mem::take(&mut state.out)),
+                            (None, false) => Step::pass(),
+                            (_, true) => Step::new(None, Flow::Pause),
+                        };
+                        return step.with_callout(request);
                     }
                 },
             };
@@ -167,7 +192,7 @@ impl Exchange {
             data.as_bytes().to_vec(),
             &mut self.report,
         );
-        let Some(job) = job else {
+        let Ok(job) = job else {
             return Rewritten::Ready(event.into_raw());
         };
         if job.callout().is_some() {
@@ -181,8 +206,8 @@ impl Exchange {
 }
 
 /// The event with its new data, or as it came.
-fn rewritten(event: Event, data: Option<Vec<u8>>) -> Vec<u8> {
-    match data.and_then(|d| String::from_utf8(d).ok()) {
+fn rewritten(event: Event, data: Output) -> Vec<u8> {
+    match data.changed().and_then(|d| String::from_utf8(d).ok()) {
         Some(d) => event.with_data(&d),
         None => event.into_raw(),
     }

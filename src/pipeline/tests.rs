@@ -339,6 +339,7 @@ mod trimming {
         let extracted = table_text(25);
         let out = job
             .finish(&s, Some(&reply(&extracted)), &mut report)
+            .changed()
             .unwrap();
         let text = text_of(&out, 0);
         assert!(
@@ -398,7 +399,11 @@ mod trimming {
             )
             .unwrap();
             assert!(job.callout().is_some());
-            assert_eq!(job.finish(&s, r.as_ref(), &mut report), None, "{reason:?}");
+            assert_eq!(
+                job.finish(&s, r.as_ref(), &mut report).changed(),
+                None,
+                "{reason:?}"
+            );
             assert_eq!(
                 outcomes(&report, Stage::Trim),
                 vec![Outcome::Passthrough(reason)]
@@ -456,7 +461,10 @@ mod trimming {
             &mut report,
         )
         .unwrap();
-        let out = job.finish(&s, Some(&reply("word")), &mut report).unwrap();
+        let out = job
+            .finish(&s, Some(&reply("word")), &mut report)
+            .changed()
+            .unwrap();
         assert_eq!(
             (text_of(&out, 0), text_of(&out, 1)),
             ("word".to_string(), prose.clone())
@@ -477,6 +485,7 @@ mod trimming {
         .unwrap();
         let out = job
             .finish(&all, Some(&reply(r#"["one","two"]"#)), &mut report)
+            .changed()
             .unwrap();
         assert_eq!(
             (text_of(&out, 0), text_of(&out, 1)),
