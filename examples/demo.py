@@ -93,7 +93,7 @@ def main() -> int:
         print(f"demo MCP server (official SDK, JSON response mode): http://127.0.0.1:{port}/mcp")
         listener = harness.Listener("mcp", {"hold_headers": True})
         envoy = harness.start_envoy([listener], port, work, name="envoy-demo")
-        print(f"Envoy {harness.ENVOY.name} (V8) with mcp-toon:                http://127.0.0.1:{listener.port}/mcp")
+        print(f"Envoy {harness.envoy_version()} (V8) with mcp-toon:          http://127.0.0.1:{listener.port}/mcp")
         print(f"Envoy admin: http://127.0.0.1:{envoy.admin_port}/stats/prometheus   logs: {work}\n")
 
         rows = []

@@ -275,6 +275,15 @@ def start_envoy(
     return envoy
 
 
+def envoy_version() -> str:
+    """The version of the envoy binary, e.g. `1.40.0`."""
+    out = subprocess.run([str(ENVOY), "--version"], capture_output=True, text=True, timeout=60).stdout
+    for part in out.split("/"):
+        if part.count(".") == 2 and part.replace(".", "").isdigit():
+            return part
+    return "?"
+
+
 def validate_envoy_config(path: Path) -> subprocess.CompletedProcess[str]:
     """`envoy --mode validate`: parses the config and loads the plugin
     (on_configure runs), without opening ports."""

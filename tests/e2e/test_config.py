@@ -95,3 +95,31 @@ def test_validate_mode_catches_a_bad_plugin_configuration(work_dir):
     r = harness.validate_envoy_config(path)
     assert r.returncode != 0
     assert "mcp-toon configuration: annotate_tools: " in r.stdout + r.stderr
+
+
+def test_two_servers_example_behaves_as_documented(demo, work_dir):
+    """examples/envoy-two-servers.yaml, run with free ports and both clusters
+    pointed at the demo server: each server entry applies to its own cluster,
+    with the headers not held (chunked bodies)."""
+    text = (harness.ROOT / "examples" / "envoy-two-servers.yaml").read_text()
+    listen, admin = harness.free_port(), harness.free_port()
+    wasm = str(harness.WASM)
+    for old, new in (("port_value: 8941", f"port_value: {demo.port}"), ("port_value: 8942", f"port_value: {demo.port}"),
+                     ("port_value: 10001", f"port_value: {listen}"), ("port_value: 9902", f"port_value: {admin}"),
+                     ("filename: target/wasm32-wasip1/release/mcp_toon.wasm", f"filename: {wasm}")):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = work_dir / "two-servers.yaml"
+    path.write_text(text)
+    proc = harness.Proc("envoy-two-servers", [str(harness.ENVOY), "-c", str(path), "--concurrency", "1",
+                                              "--disable-hot-restart"], work_dir / "envoy-two-servers.log")
+    try:
+        harness.wait_for_port(listen, proc, timeout=60)
+        crm = harness.call_tool(f"http://127.0.0.1:{listen}/crm/mcp", "list_users")
+        search = harness.call_tool(f"http://127.0.0.1:{listen}/search/mcp", "list_users")
+        direct = harness.call_tool(demo.url, "list_users")
+    finally:
+        proc.stop()
+    assert crm.json()["result"]["content"][0]["text"].startswith(harness.MARKER)
+    assert crm.headers.get("transfer-encoding") == "chunked" and "x-mcp-toon" not in crm.headers
+    assert search.content == direct.content
