@@ -305,3 +305,27 @@ fn clean_section_defaults_and_refusals() {
         assert_eq!(err(json).field, field, "{json}");
     }
 }
+
+#[test]
+fn hold_headers_defaults_to_false_and_takes_a_boolean() {
+    assert!(!Settings::from_json("{}").unwrap().hold_headers);
+    assert!(!Settings::default().hold_headers);
+    assert!(
+        Settings::from_json(r#"{"hold_headers": true}"#)
+            .unwrap()
+            .hold_headers
+    );
+    assert!(
+        !Settings::from_json(r#"{"hold_headers": false}"#)
+            .unwrap()
+            .hold_headers
+    );
+    for bad in [r#""yes""#, "1", "[]"] {
+        let e = err(&format!(r#"{{"hold_headers": {bad}}}"#));
+        assert_eq!(e.field, "hold_headers", "{bad}: {e}");
+        assert!(e.message.contains("boolean"), "{bad}: {e}");
+        assert!(e
+            .to_string()
+            .starts_with("mcp-toon configuration: hold_headers: "));
+    }
+}
