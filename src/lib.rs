@@ -6,6 +6,7 @@
 //! `adapter` knows about proxy-wasm.
 
 pub mod config;
+pub mod convert;
 pub mod exchange;
 pub mod json;
 pub mod marker;
@@ -17,6 +18,8 @@ pub mod stage;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;
+#[cfg(feature = "cli")]
+pub mod cli;
 
 pub use config::{ConfigError, Settings};
 pub use exchange::Exchange;
