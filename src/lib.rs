@@ -20,6 +20,8 @@ pub mod stage;
 mod adapter;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "component")]
+pub mod component;
 
 pub use config::{ConfigError, Settings};
 pub use exchange::Exchange;
