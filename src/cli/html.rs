@@ -85,6 +85,8 @@ fn chart(m: &Measurement) -> String {
         .unwrap_or(0)
         .max(1);
     let scale = |n: usize| n.saturating_mul(BARS).div_ceil(max);
+    let names: Vec<&str> = m.payloads.iter().map(|p| p.payload.as_str()).collect();
+    let shared = common_dir(&names);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -93,7 +95,7 @@ fn chart(m: &Measurement) -> String {
     for (i, p) in m.payloads.iter().enumerate() {
         let y = GAP + i * row;
         let name = escape(&p.payload);
-        let label = escape(&tail(&p.payload, 38));
+        let label = escape(&tail(p.payload.get(shared..).unwrap_or(&p.payload), 38));
         let _ = writeln!(
             out,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{label}</text>",
@@ -124,6 +126,27 @@ fn chart(m: &Measurement) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// Length of the directory prefix (up to and including a `/`) every name
+/// shares, so chart labels show what differs.
+fn common_dir(names: &[&str]) -> usize {
+    let Some(first) = names.first() else {
+        return 0;
+    };
+    let mut len = first.len();
+    for name in names {
+        len = first
+            .bytes()
+            .zip(name.bytes())
+            .take(len)
+            .take_while(|(a, b)| a == b)
+            .count();
+    }
+    first
+        .get(..len)
+        .and_then(|p| p.rfind('/'))
+        .map_or(0, |i| i + 1)
 }
 
 /// The last `max` characters of a name, `…` in front when cut: the end
@@ -172,6 +195,14 @@ fn payload_table(m: &Measurement) -> String {
     out
 }
 
+/// A block's change; a whole-response row has no block to measure.
+fn block_change(block: Option<usize>, before: usize, after: usize) -> String {
+    match block {
+        Some(_) => change(before, after),
+        None => "-".to_string(),
+    }
+}
+
 fn block_table(m: &Measurement) -> String {
     let mut out = String::from(
         "<h2>Blocks</h2>\n<table>\n<tr><th>payload</th><th>id</th><th>block</th><th>outcome</th><th>reason</th><th>bytes</th><th>tokens</th></tr>\n",
@@ -191,8 +222,8 @@ fn block_table(m: &Measurement) -> String {
                 r.block.map_or_else(|| "-".to_string(), |b| b.to_string()),
                 escape(&r.outcome),
                 escape(r.reason.as_deref().unwrap_or("")),
-                escape(&change(r.bytes_before, r.bytes_after)),
-                escape(&change(r.tokens_before, r.tokens_after)),
+                escape(&block_change(r.block, r.bytes_before, r.bytes_after)),
+                escape(&block_change(r.block, r.tokens_before, r.tokens_after)),
             );
         }
     }
@@ -202,6 +233,15 @@ fn block_table(m: &Measurement) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn chart_labels_drop_the_shared_directory() {
+        assert_eq!(super::common_dir(&["a/b/x.json", "a/b/y.json"]), 4);
+        assert_eq!(super::common_dir(&["a/b/x.json", "a/bc/y.json"]), 2);
+        assert_eq!(super::common_dir(&["x.json"]), 0);
+        assert_eq!(super::common_dir(&["d/x.json"]), 2);
+        assert_eq!(super::common_dir(&[]), 0);
+    }
+
     #[test]
     fn long_names_keep_their_end() {
         assert_eq!(super::tail("abc", 3), "abc");
