@@ -6,6 +6,7 @@
 //! `adapter` knows about proxy-wasm.
 
 pub mod config;
+pub mod convert;
 pub mod exchange;
 pub mod intent;
 pub mod json;
@@ -21,6 +22,10 @@ pub mod stage;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;
+#[cfg(feature = "cli")]
+pub mod cli;
+#[cfg(feature = "component")]
+pub mod component;
 
 pub use config::{ConfigError, Settings};
 pub use exchange::Exchange;

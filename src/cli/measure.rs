@@ -1,0 +1,308 @@
+//! What the plugin would do to captured payloads, block by block, in bytes
+//! and `o200k_base` tokens. Each payload goes through the same pipeline the
+//! plugin runs, with a `tools/call` request synthesised for every response
+//! id so the responses pair up as they would on the wire.
+//!
+//! Token counts are those of the text blocks an agent reads (the `text` of
+//! each `content[]` item), before and after, marker included.
+
+use serde::Serialize;
+
+use super::capture::{self, Kind};
+use super::tokens::Tokenizer;
+use crate::config::{Settings, StreamInfo};
+use crate::mcp::{self, Call, RequestInfo};
+use crate::outcome::Outcome;
+use crate::pipeline;
+use crate::report::{Decision, Report};
+
+/// One captured payload: a name to show and the bytes as saved.
+#[derive(Debug, Clone)]
+pub struct Payload {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Where the payloads are taken to come from: the tool name picks the
+/// `tools.<name>` settings, the stream fields the `servers[]` entry.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub tool: Option<String>,
+    pub stream: StreamInfo,
+}
+
+/// One core decision, as in the decision record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StageDecision {
+    pub stage: &'static str,
+    pub outcome: &'static str,
+    pub reason: Option<&'static str>,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+    pub lossless: bool,
+}
+
+/// One text block (or, with `block` unset, a whole response that passed
+/// through before any block was looked at).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row {
+    /// JSON-RPC id of the response, as its JSON text.
+    pub id: Option<String>,
+    pub tool: Option<String>,
+    /// Index in `result.content[]`.
+    pub block: Option<usize>,
+    /// The changes made, joined with `+` (`encoded`), or `passthrough`.
+    pub outcome: String,
+    /// The reasons of the stages that passed the block through, joined
+    /// with `,`.
+    pub reason: Option<String>,
+    /// False when a stage that changed the block drops information.
+    pub lossless: bool,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub decisions: Vec<StageDecision>,
+}
+
+/// Sums over rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub blocks: usize,
+    pub changed: usize,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+}
+
+impl Totals {
+    fn add_row(&mut self, r: &Row) {
+        if r.block.is_some() {
+            self.blocks += 1;
+        }
+        if r.outcome != PASSTHROUGH {
+            self.changed += 1;
+        }
+        self.bytes_before += r.bytes_before;
+        self.bytes_after += r.bytes_after;
+        self.tokens_before += r.tokens_before;
+        self.tokens_after += r.tokens_after;
+    }
+
+    fn add(&mut self, t: &Totals) {
+        self.blocks += t.blocks;
+        self.changed += t.changed;
+        self.bytes_before += t.bytes_before;
+        self.bytes_after += t.bytes_after;
+        self.tokens_before += t.tokens_before;
+        self.tokens_after += t.tokens_after;
+    }
+}
+
+/// The rows of one payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PayloadReport {
+    pub payload: String,
+    pub kind: Kind,
+    pub rows: Vec<Row>,
+    pub totals: Totals,
+}
+
+/// Everything `mcp-toon measure` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Measurement {
+    pub tokenizer: &'static str,
+    pub payloads: Vec<PayloadReport>,
+    pub totals: Totals,
+}
+
+/// Measures every payload.
+pub fn measure(
+    settings: &Settings,
+    target: &Target,
+    tokenizer: &Tokenizer,
+    payloads: &[Payload],
+) -> Measurement {
+    let reports: Vec<PayloadReport> = payloads
+        .iter()
+        .map(|p| measure_payload(settings, target, tokenizer, p))
+        .collect();
+    let mut totals = Totals::default();
+    for r in &reports {
+        totals.add(&r.totals);
+    }
+    Measurement {
+        tokenizer: Tokenizer::NAME,
+        payloads: reports,
+        totals,
+    }
+}
+
+/// Measures one payload: every response body it stands for.
+pub fn measure_payload(
+    settings: &Settings,
+    target: &Target,
+    tokenizer: &Tokenizer,
+    payload: &Payload,
+) -> PayloadReport {
+    let captured = capture::bodies(&payload.bytes);
+    let mut rows = Vec::new();
+    for body in &captured.bodies {
+        rows.extend(measure_body(settings, target, tokenizer, body));
+    }
+    let mut totals = Totals::default();
+    for r in &rows {
+        totals.add_row(r);
+    }
+    PayloadReport {
+        payload: payload.name.clone(),
+        kind: captured.kind,
+        rows,
+        totals,
+    }
+}
+
+/// Runs one response body through the pipeline, as the answer to a
+/// `tools/call` for each of its ids.
+pub fn measure_body(
+    settings: &Settings,
+    target: &Target,
+    tokenizer: &Tokenizer,
+    body: &[u8],
+) -> Vec<Row> {
+    let text = std::str::from_utf8(body).ok();
+    let request = RequestInfo {
+        calls: text
+            .and_then(mcp::parse_messages)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.id)
+            .map(|id| Call {
+                id,
+                method: mcp::TOOLS_CALL.to_string(),
+                tool: target.tool.clone(),
+            })
+            .collect(),
+    };
+    let scope = settings.server_for(&target.stream);
+    let mut report = Report::default();
+    let out = pipeline::process_response(settings, scope, &request, body, &mut report);
+    let before = text.map(block_texts).unwrap_or_default();
+    let after = match &out {
+        Some(new) => std::str::from_utf8(new)
+            .map(block_texts)
+            .unwrap_or_default(),
+        None => before.clone(),
+    };
+    rows(&report, &before, &after, tokenizer)
+}
+
+/// The outcome of a block no stage changed.
+pub const PASSTHROUGH: &str = "passthrough";
+
+type BlockKey = (Option<String>, Option<usize>);
+
+/// Groups the decisions by block, in the order blocks first appear.
+fn rows(
+    report: &Report,
+    before: &[(BlockKey, String)],
+    after: &[(BlockKey, String)],
+    tokenizer: &Tokenizer,
+) -> Vec<Row> {
+    let mut groups: Vec<(BlockKey, Vec<&Decision>)> = Vec::new();
+    for d in &report.decisions {
+        let key = (d.id.clone(), d.block);
+        match groups
+            .iter_mut()
+            .find(|(k, _)| *k == key && key.1.is_some())
+        {
+            Some((_, list)) => list.push(d),
+            None => groups.push((key, vec![d])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(key, decisions)| {
+            let find = |list: &[(BlockKey, String)]| {
+                list.iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone())
+            };
+            let (text_before, text_after) = match key.1 {
+                Some(_) => {
+                    let b = find(before).unwrap_or_default();
+                    let a = find(after).unwrap_or_else(|| b.clone());
+                    (b, a)
+                }
+                None => (String::new(), String::new()),
+            };
+            let changes: Vec<&str> = decisions
+                .iter()
+                .filter(|d| d.outcome.changed())
+                .map(|d| d.outcome.as_str())
+                .collect();
+            let reasons: Vec<&str> = decisions
+                .iter()
+                .filter_map(|d| match d.outcome {
+                    Outcome::Passthrough(r) => Some(r.as_str()),
+                    _ => None,
+                })
+                .collect();
+            Row {
+                id: key.0,
+                tool: decisions.iter().find_map(|d| d.tool.clone()),
+                block: key.1,
+                outcome: if changes.is_empty() {
+                    PASSTHROUGH.to_string()
+                } else {
+                    changes.join("+")
+                },
+                reason: (!reasons.is_empty()).then(|| reasons.join(",")),
+                lossless: decisions.iter().all(|d| d.lossless || !d.outcome.changed()),
+                bytes_before: text_before.len(),
+                bytes_after: text_after.len(),
+                tokens_before: tokenizer.count(&text_before),
+                tokens_after: tokenizer.count(&text_after),
+                decisions: decisions
+                    .iter()
+                    .map(|d| StageDecision {
+                        stage: d.stage.as_str(),
+                        outcome: d.outcome.as_str(),
+                        reason: match d.outcome {
+                            Outcome::Passthrough(r) => Some(r.as_str()),
+                            _ => None,
+                        },
+                        bytes_before: d.bytes_before,
+                        bytes_after: d.bytes_after,
+                        lossless: d.lossless,
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The text of every `type: "text"` content item of every tool result in
+/// a body, keyed by response id and item index.
+fn block_texts(body: &str) -> Vec<(BlockKey, String)> {
+    let mut out = Vec::new();
+    for message in mcp::parse_messages(body).unwrap_or_default() {
+        let Some(content) = message
+            .result
+            .and_then(mcp::tool_result)
+            .and_then(|r| r.content)
+        else {
+            continue;
+        };
+        for (index, item) in mcp::text_items(&content).into_iter().enumerate() {
+            let Some(text) = item
+                .filter(|i| i.kind.as_deref() == Some("text"))
+                .and_then(|i| i.text)
+                .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
+            else {
+                continue;
+            };
+            out.push(((message.id.clone(), Some(index)), text));
+        }
+    }
+    out
+}

@@ -1,0 +1,361 @@
+//! The `mcp-toon` binary, run as a user would, on the captured payloads in
+//! `tests/fixtures/payloads/`:
+//!
+//! | file                  | shape                                   | expected        |
+//! |-----------------------|-----------------------------------------|-----------------|
+//! | `tabular-list.json`   | JSON-RPC response, pretty JSON users    | encoded         |
+//! | `paged-envelope.json` | bare CallToolResult, `{items:[..],..}`  | encoded         |
+//! | `stream.sse`          | SSE: progress notification, then table  | encoded         |
+//! | `nested.json`         | JSON-RPC response, nested config object | not_tabular     |
+//! | `prose.txt`           | plain text                              | not_json        |
+//! | `page.html`           | an HTML page                            | not_json        |
+//! | `error.json`          | JSON-RPC error                          | jsonrpc_error   |
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mcp-toon"))
+}
+
+fn payloads() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/payloads")
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-toon-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn measure_json(extra: &[&str]) -> Value {
+    let dir = payloads();
+    let mut args = vec!["measure", "--format", "json"];
+    args.extend_from_slice(extra);
+    args.push(dir.to_str().unwrap());
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn payload<'a>(m: &'a Value, file: &str) -> &'a Value {
+    m["payloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["payload"].as_str().unwrap().ends_with(file))
+        .unwrap_or_else(|| panic!("{file} not measured"))
+}
+
+#[test]
+fn measure_reports_each_payload_with_its_outcome() {
+    let m = measure_json(&[]);
+    assert_eq!(m["tokenizer"], "o200k_base");
+    assert_eq!(m["payloads"].as_array().unwrap().len(), 7);
+    let cases = [
+        ("tabular-list.json", "jsonrpc", "encoded", Value::Null),
+        (
+            "paged-envelope.json",
+            "call_tool_result",
+            "encoded",
+            Value::Null,
+        ),
+        ("stream.sse", "sse", "encoded", Value::Null),
+        (
+            "nested.json",
+            "jsonrpc",
+            "passthrough",
+            "not_tabular".into(),
+        ),
+        ("prose.txt", "text", "passthrough", "not_json".into()),
+        ("page.html", "text", "passthrough", "not_json".into()),
+        (
+            "error.json",
+            "jsonrpc",
+            "passthrough",
+            "jsonrpc_error".into(),
+        ),
+    ];
+    for (file, kind, outcome, reason) in cases {
+        let p = payload(&m, file);
+        assert_eq!(p["kind"], kind, "{file}");
+        let rows = p["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{file}");
+        let row = &rows[0];
+        assert_eq!(row["outcome"], outcome, "{file}");
+        assert_eq!(row["reason"], reason, "{file}");
+        if file == "error.json" {
+            assert_eq!(row["block"], Value::Null);
+            assert_eq!(row["id"], "12");
+            continue;
+        }
+        assert_eq!(row["block"], 0, "{file}");
+        let (tb, ta) = (
+            row["tokens_before"].as_u64().unwrap(),
+            row["tokens_after"].as_u64().unwrap(),
+        );
+        let (bb, ba) = (
+            row["bytes_before"].as_u64().unwrap(),
+            row["bytes_after"].as_u64().unwrap(),
+        );
+        assert!(tb > 0 && ta > 0, "{file}: tokens counted");
+        if outcome == "encoded" {
+            assert!(ta < tb && ba < bb, "{file}: smaller after ({tb}->{ta})");
+            assert!(row["lossless"].as_bool().unwrap());
+            assert_eq!(row["decisions"][0]["stage"], "toon");
+        } else {
+            assert_eq!((ta, ba), (tb, bb), "{file}: unchanged");
+        }
+    }
+    // The SSE capture's response pairs with its own id.
+    assert_eq!(payload(&m, "stream.sse")["rows"][0]["id"], "9");
+    assert_eq!(payload(&m, "nested.json")["rows"][0]["id"], "\"req-17\"");
+}
+
+#[test]
+fn measure_totals_add_up() {
+    let m = measure_json(&[]);
+    let payloads = m["payloads"].as_array().unwrap();
+    for key in [
+        "blocks",
+        "changed",
+        "bytes_before",
+        "bytes_after",
+        "tokens_before",
+        "tokens_after",
+    ] {
+        let sum: u64 = payloads
+            .iter()
+            .map(|p| p["totals"][key].as_u64().unwrap())
+            .sum();
+        assert_eq!(m["totals"][key].as_u64().unwrap(), sum, "{key}");
+    }
+    assert_eq!(m["totals"]["blocks"], 6);
+    assert_eq!(m["totals"]["changed"], 3);
+    let t = &m["totals"];
+    assert!(t["tokens_after"].as_u64().unwrap() < t["tokens_before"].as_u64().unwrap());
+}
+
+#[test]
+fn measure_follows_the_configuration() {
+    let config = temp("off.json");
+    std::fs::write(
+        &config,
+        r#"{"toon":{"mode":"adaptive"},"tools":{"list_users":{"toon":{"mode":"off"}}}}"#,
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let m = measure_json(&["--config", c, "--tool", "list_users"]);
+    let row = &payload(&m, "tabular-list.json")["rows"][0];
+    assert_eq!(row["reason"], "mode_off");
+    assert_eq!(row["tool"], "list_users");
+    let m = measure_json(&["--config", c, "--tool", "other"]);
+    assert_eq!(
+        payload(&m, "tabular-list.json")["rows"][0]["outcome"],
+        "encoded"
+    );
+}
+
+#[test]
+fn measure_text_table_has_a_line_per_block_and_totals() {
+    let dir = payloads();
+    let out = run(&["measure", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("PAYLOAD"));
+    assert_eq!(lines.len(), 1 + 7 + 1, "{text}");
+    let tabular = lines
+        .iter()
+        .find(|l| l.contains("tabular-list.json"))
+        .unwrap();
+    assert!(tabular.contains("encoded"), "{tabular}");
+    let last = lines.last().unwrap();
+    assert!(
+        last.starts_with("TOTAL: 7 payloads, 6 blocks, 3 changed;"),
+        "{last}"
+    );
+    assert!(last.contains("o200k_base tokens"), "{last}");
+}
+
+#[test]
+fn measure_writes_a_self_contained_html_report() {
+    let report = temp("report.html");
+    let dir = payloads();
+    let out = run(&[
+        "measure",
+        "--report",
+        report.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<svg"));
+    assert_eq!(
+        html.matches("<rect ").count(),
+        2 * 7,
+        "two bars per payload"
+    );
+    assert!(html.contains("tabular-list.json"));
+    for external in ["<script", "<link", "src=", "url("] {
+        assert!(!html.contains(external), "no external assets: {external}");
+    }
+}
+
+#[test]
+fn bad_configuration_exits_2_with_the_plugin_message() {
+    let config = temp("bad.json");
+    std::fs::write(&config, r#"{"toon":{"min_savings_pct":95}}"#).unwrap();
+    let dir = payloads();
+    let out = run(&[
+        "measure",
+        "--config",
+        config.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        mcp_toon::Settings::from_json(r#"{"toon":{"min_savings_pct":95}}"#)
+            .unwrap_err()
+            .to_string()
+    );
+    assert!(stderr(&out).starts_with("mcp-toon configuration: toon.min_savings_pct: "));
+    let out = run_stdin(&["encode", "--config", config.to_str().unwrap()], b"[]");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn missing_payload_exits_1() {
+    let out = run(&["measure", "/nonexistent/payload.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot read /nonexistent/payload.json"));
+}
+
+#[test]
+fn encode_then_decode_gives_the_input_value() {
+    let inputs = [
+        r#"[{"id":1,"name":"Ada","tags":"a,b"},{"id":2,"name":"Bob: \"B\"","tags":""}]"#,
+        r#"{"items":[{"sku":"A-1","qty":2,"price":9.99}],"next_cursor":null,"total":18446744073709551615}"#,
+        r#"{"z":{"deep":[1,[2,3],{"x":"ünïcödé 😀"}]},"a":true}"#,
+    ];
+    for header in ["marker", "fence", "none"] {
+        let config = temp(&format!("{header}.json"));
+        std::fs::write(&config, format!(r#"{{"toon":{{"header":"{header}"}}}}"#)).unwrap();
+        for input in inputs {
+            let enc = run_stdin(
+                &["encode", "--config", config.to_str().unwrap()],
+                input.as_bytes(),
+            );
+            assert!(enc.status.success(), "{}", stderr(&enc));
+            let toon = stdout(&enc);
+            assert_eq!(toon.starts_with("[mcp-toon/v1]"), header != "none");
+            assert_eq!(toon.contains("```toon\n"), header == "fence");
+            let dec = run_stdin(&["decode"], toon.as_bytes());
+            assert!(dec.status.success(), "{}", stderr(&dec));
+            assert_eq!(stdout(&dec).trim_end(), input, "{header}");
+        }
+    }
+}
+
+#[test]
+fn encode_output_is_the_plugins_emission() {
+    let rows: Vec<Value> = (0..30)
+        .map(|i| serde_json::json!({"id": i, "name": format!("row {i}")}))
+        .collect();
+    let text = Value::Array(rows).to_string();
+    let enc = run_stdin(&["encode"], text.as_bytes());
+    let body = serde_json::json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":text}]}}).to_string();
+    let request = mcp_toon::mcp::RequestInfo::parse(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+    )
+    .unwrap();
+    let mut report = mcp_toon::Report::default();
+    let out = mcp_toon::pipeline::process_response(
+        &mcp_toon::Settings::default(),
+        Default::default(),
+        &request,
+        body.as_bytes(),
+        &mut report,
+    )
+    .unwrap();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(
+        stdout(&enc),
+        format!("{}\n", v["result"]["content"][0]["text"].as_str().unwrap())
+    );
+}
+
+#[test]
+fn invalid_input_is_refused_with_a_clear_message() {
+    let cases: [(&[&str], &[u8], &str); 5] = [
+        (
+            &["encode"],
+            b"{\"a\":",
+            "mcp-toon encode: input is not one JSON value",
+        ),
+        (&["encode"], br#"{"a":1,"a":2}"#, "same key twice"),
+        (&["encode"], b"[1e400]", "cannot carry exactly"),
+        (
+            &["decode"],
+            b"items[3]: a,b",
+            "mcp-toon decode: input is not valid TOON",
+        ),
+        (&["decode"], &[0xff, 0xfe], "standard input is not UTF-8"),
+    ];
+    for (args, input, needle) in cases {
+        let out = run_stdin(args, input);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(run(&["measure"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["measure", "--format", "yaml", "x"]).status.code(),
+        Some(2)
+    );
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    for cmd in ["measure", "encode", "decode"] {
+        assert!(stdout(&help).contains(cmd));
+    }
+}
