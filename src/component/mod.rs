@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use crate::config::{Settings, StreamInfo};
 use crate::convert;
-use crate::exchange::{BodyStep, Exchange, RequestHead, ResponseHead, ResponsePlan};
+use crate::exchange::{Exchange, NoSessions, RequestHead, ResponseHead, ResponsePlan};
 use crate::report::Report;
+use crate::stage::trim::LlmReply;
 
 /// What one exchange came to: the body to send, whether it changed, and the
 /// decision record.
@@ -37,7 +38,9 @@ pub fn configure(config: &str) -> Result<Arc<Settings>, String> {
 
 /// One exchange as the proxy-wasm adapter sees it: a POST of
 /// `application/json`, a complete request body, a 2xx response with
-/// `content_type` and no content-encoding, a complete response body.
+/// `content_type` and no content-encoding, a complete response body, each
+/// in one chunk. A component host has no LLM endpoint: a trim callout is
+/// answered "not sent" and fails open.
 pub fn process(
     settings: &Arc<Settings>,
     request_body: &[u8],
@@ -49,32 +52,42 @@ pub fn process(
     let plan = exchange.request_headers(RequestHead {
         stream: &stream,
         method: "POST",
+        path: "/",
         content_type: Some("application/json"),
+        accept: Some("application/json, text/event-stream"),
         end_of_stream: request_body.is_empty(),
     });
-    if plan.read_body && exchange.request_body(request_body.len(), true) == BodyStep::Ready {
-        exchange.request_complete(request_body);
+    if plan.read_body {
+        exchange.request_chunk(request_body, true, &mut NoSessions);
     }
     let plan = exchange.response_headers(ResponseHead {
         status: Some(200),
         content_type: Some(content_type),
         content_encoding: None,
+        content_length: Some(response_body.len()),
         end_of_stream: response_body.is_empty(),
     });
-    let mut new = None;
-    if plan == ResponsePlan::Buffer
-        && exchange.response_body(response_body.len(), true) == BodyStep::Ready
-    {
-        new = exchange.response_complete(&response_body);
+    let mut body = None;
+    if plan != ResponsePlan::Pass && exchange.reads_response() {
+        let mut step = exchange.response_chunk(&response_body, true, &mut NoSessions);
+        loop {
+            if let Some(b) = step.body.take() {
+                body = Some(b);
+            }
+            if step.callout.take().is_none() {
+                break;
+            }
+            step = exchange.callout_reply(&LlmReply::NotSent, &mut NoSessions);
+        }
     }
     let report = exchange.report().clone();
-    match new {
-        Some(body) => Outcome {
+    match body {
+        Some(body) if body != response_body => Outcome {
             body,
             changed: true,
             report,
         },
-        None => Outcome {
+        _ => Outcome {
             body: response_body,
             changed: false,
             report,
