@@ -64,6 +64,21 @@ impl Block {
         }
     }
 
+    /// A stage replaced the block's text: record it with the sizes before
+    /// and after, then take the new text.
+    fn rewrite(
+        &mut self,
+        stage: Stage,
+        outcome: Outcome,
+        text: String,
+        lossless: bool,
+        report: &mut Report,
+    ) {
+        report.push(self.decision(stage, outcome, self.text.len(), text.len(), lossless));
+        self.text = text;
+        self.changed = true;
+    }
+
     fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
         let n = self.text.len();
         self.decision(stage, Outcome::Passthrough(reason), n, n, true)
@@ -329,17 +344,7 @@ fn apply_trim(
             Err(r) => Err(*r),
         };
         match extracted.and_then(|e| trim::guard(&block.text, e).map(|()| e)) {
-            Ok(e) => {
-                report.push(block.decision(
-                    Stage::Trim,
-                    Outcome::Trimmed,
-                    block.text.len(),
-                    e.len(),
-                    false,
-                ));
-                block.text = e.to_string();
-                block.changed = true;
-            }
+            Ok(e) => block.rewrite(Stage::Trim, Outcome::Trimmed, e.to_string(), false, report),
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }
     }
@@ -366,15 +371,7 @@ fn encode(block: &mut Block, report: &mut Report) -> bool {
     });
     match result {
         Ok(emission) => {
-            report.push(block.decision(
-                Stage::Toon,
-                Outcome::Encoded,
-                block.text.len(),
-                emission.len(),
-                true,
-            ));
-            block.text = emission;
-            block.changed = true;
+            block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
             true
         }
         Err(reason) => {
