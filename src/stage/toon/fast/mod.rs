@@ -1,0 +1,114 @@
+//! The fast TOON path: the same decisions and the same bytes as the generic
+//! path (`serde_json::Value` → toon-format's `JsonValue` → `normalize` →
+//! `encode`, then `toon_format::decode` to verify), from one borrowed parse.
+//!
+//! ```text
+//! text ─► parse (borrowed tree, duplicate keys refused)
+//!      ─► classify (adaptive) ─► exact (numbers, key order)
+//!      ─► emit (toon-format's forms and helpers) ─► header, size checks
+//!      ─► verify: decode the emitted text into a second tree, compare
+//! ```
+//!
+//! Every step either gives the generic path's answer or says
+//! [`Fast::Fallback`], and then the generic path runs from the start. It
+//! falls back on: text its parser leaves to serde_json (invalid JSON, lone
+//! surrogate escapes, nesting past 100, duplicate keys), shapes whose TOON
+//! needs list items (arrays of arrays, non-uniform arrays of objects) or a
+//! root primitive, and any emission its own decoder does not read back as
+//! the same value. The differential tests hold both paths to identical
+//! results — emissions and refusals — over the spec fixtures and generated
+//! documents.
+
+mod check;
+mod decode;
+mod emit;
+mod number;
+mod parse;
+mod tree;
+
+use toon_format::EncodeOptions;
+
+use crate::config::{Mode, ToonSettings};
+use crate::marker;
+use crate::outcome::Reason;
+use crate::stage::literal_len;
+
+use super::smaller_enough;
+
+/// What the fast path made of a block.
+#[derive(Debug, PartialEq)]
+pub(super) enum Fast {
+    /// The generic path's answer, reached without it.
+    Done(Result<String, Reason>),
+    /// Outside the fast path's forms: run the generic path.
+    Fallback,
+}
+
+/// [`super::encode`] after its cheap early checks (mode, marker, minimum
+/// size), which the caller has already made.
+pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
+    let Some(doc) = parse::parse(text) else {
+        return Fast::Fallback;
+    };
+    let adaptive = s.mode == Mode::Adaptive;
+    if adaptive && !check::classify(&doc, s.min_rows, s.key_presence_pct) {
+        return Fast::Done(Err(Reason::NotTabular));
+    }
+    if let Err(reason) = check::exact(&doc) {
+        return Fast::Done(Err(reason));
+    }
+    let options = EncodeOptions::default();
+    let Some(toon) = emit::emit(&doc, &options) else {
+        return Fast::Fallback;
+    };
+    let emission = marker::wrap(&toon, s.header, &s.marker);
+    if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+        return Fast::Done(Err(Reason::BelowThreshold));
+    }
+    if adaptive && literal_len(&emission) > wire_len {
+        return Fast::Done(Err(Reason::BelowThreshold));
+    }
+    // Duplicate keys: the parser refused them, so the generic path counts
+    // them.
+    if s.verify && !decodes_to(&toon, &doc, &options) {
+        return Fast::Fallback;
+    }
+    Fast::Done(Ok(emission))
+}
+
+/// The emitted text, decoded on its own, is the parsed JSON value.
+fn decodes_to(toon: &str, json: &tree::Doc<'_>, options: &EncodeOptions) -> bool {
+    let Some(back) = decode::decode(toon, options) else {
+        return false;
+    };
+    match (&json.root, &back.root) {
+        (Some(x), Some(y)) => tree::same(json, x, &back, y, 0),
+        _ => false,
+    }
+}
+
+/// The TOON text the fast path writes for a JSON text with `options`, or
+/// `None` where it would fall back (not JSON it reads, a form it does not
+/// write, a number TOON cannot carry). No exactness gate on key order: this
+/// is the encoder alone, for differential tests and benchmarks.
+pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
+    let doc = parse::parse(text)?;
+    if doc
+        .all_values()
+        .any(|v| matches!(v, tree::Node::Num(raw) if number::canonical(raw).is_none()))
+    {
+        return None;
+    }
+    emit::emit(&doc, options)
+}
+
+/// Whether the fast decoder reads `toon` back as the JSON `text` (`None`
+/// when either side is outside its forms). For tests and benchmarks.
+pub fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
+    let doc = parse::parse(text)?;
+    decode::decode(toon, options)?;
+    Some(decodes_to(toon, &doc, options))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,322 @@
+//! A borrowed JSON parser (RFC 8259) into [`Doc`].
+//!
+//! It is never more lenient than `serde_json::from_str` (what it accepts,
+//! serde_json accepts with the same value), and it refuses — so the caller
+//! falls back to the generic path, which then decides — everything that
+//! takes judgement: lone surrogate escapes, nesting past
+//! [`MAX_NESTING`] (serde_json stops at 128), and duplicate keys (a
+//! `serde_json::Value` keeps one of them; the generic path refuses the
+//! block, counted as such).
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use super::tree::{Doc, Member, Node};
+
+/// Arrays and objects nested deeper than this are left to serde_json.
+const MAX_NESTING: usize = 100;
+
+/// Objects with more members than this are checked for duplicate keys
+/// through a hash set instead of pairwise.
+const PAIRWISE_DUP_CHECK: usize = 16;
+
+/// Parses exactly one JSON value surrounded by optional whitespace.
+pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+        doc: Doc::default(),
+        item_scratch: Vec::new(),
+        member_scratch: Vec::new(),
+        unique_keys: Vec::new(),
+    };
+    // The arenas end up holding roughly one node per 8 bytes of tabular
+    // JSON; reserving avoids most regrowth copies.
+    p.doc.nodes.reserve(text.len() / 64);
+    p.doc.members.reserve(text.len() / 12);
+    p.skip_ws();
+    let root = p.value()?;
+    p.skip_ws();
+    if p.pos != p.bytes.len() {
+        return None;
+    }
+    p.doc.root = Some(root);
+    Some(p.doc)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    depth: usize,
+    doc: Doc<'a>,
+    item_scratch: Vec<Node<'a>>,
+    member_scratch: Vec<Member<'a>>,
+    /// Per nesting depth, the member range of the last object there found
+    /// free of duplicate keys: the next row of a table usually has exactly
+    /// those keys, which one comparison confirms.
+    unique_keys: Vec<Option<(usize, usize)>>,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn value(&mut self) -> Option<Node<'a>> {
+        match self.peek()? {
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b'"' => self.string().map(Node::Str),
+            b't' => self.literal(b"true", Node::Bool(true)),
+            b'f' => self.literal(b"false", Node::Bool(false)),
+            b'n' => self.literal(b"null", Node::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node<'a>) -> Option<Node<'a>> {
+        let end = self.pos.checked_add(word.len())?;
+        if self.bytes.get(self.pos..end)? != word {
+            return None;
+        }
+        self.pos = end;
+        Some(node)
+    }
+
+    /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<Node<'a>> {
+        let start = self.pos;
+        let _ = self.eat(b'-');
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() {
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        self.text.get(start..self.pos).map(Node::Num)
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.pos += 1;
+        }
+    }
+
+    /// A string literal (RFC 8259 §7), the opening quote at `pos`.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.pos += 1;
+        let start = self.pos;
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    let s = self.text.get(start..self.pos)?;
+                    self.pos += 1;
+                    return Some(Cow::Borrowed(s));
+                }
+                b'\\' => break,
+                0..=0x1f => return None,
+                _ => self.pos += 1,
+            }
+        }
+        let mut out = String::with_capacity(self.pos - start + 16);
+        out.push_str(self.text.get(start..self.pos)?);
+        loop {
+            let run = self.pos;
+            loop {
+                match self.peek()? {
+                    b'"' | b'\\' => break,
+                    0..=0x1f => return None,
+                    _ => self.pos += 1,
+                }
+            }
+            out.push_str(self.text.get(run..self.pos)?);
+            if self.eat(b'"').is_some() {
+                return Some(Cow::Owned(out));
+            }
+            self.pos += 1; // the backslash
+            let esc = self.peek()?;
+            self.pos += 1;
+            match esc {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'/' => out.push('/'),
+                b'b' => out.push('\u{8}'),
+                b'f' => out.push('\u{c}'),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                b'u' => {
+                    let unit = self.hex4()?;
+                    let code = match unit {
+                        0xD800..=0xDBFF => {
+                            // A high surrogate must be followed by an
+                            // escaped low one; anything else is left to
+                            // serde_json's judgement.
+                            self.eat(b'\\')?;
+                            self.eat(b'u')?;
+                            let low = self.hex4()?;
+                            if !(0xDC00..=0xDFFF).contains(&low) {
+                                return None;
+                            }
+                            0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => unit,
+                    };
+                    out.push(char::from_u32(code)?);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let end = self.pos.checked_add(4)?;
+        let digits = self.bytes.get(self.pos..end)?;
+        let mut v = 0u32;
+        for &d in digits {
+            v = v * 16 + char::from(d).to_digit(16)?;
+        }
+        self.pos = end;
+        Some(v)
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_NESTING).then_some(())
+    }
+
+    fn array(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        self.pos += 1;
+        let mark = self.item_scratch.len();
+        self.skip_ws();
+        if self.eat(b']').is_none() {
+            loop {
+                self.skip_ws();
+                let v = self.value()?;
+                self.item_scratch.push(v);
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b']' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let start = self.doc.nodes.len();
+        let len = self.item_scratch.len().checked_sub(mark)?;
+        self.doc.nodes.extend(self.item_scratch.drain(mark..));
+        Some(Node::Arr { start, len })
+    }
+
+    fn object(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        self.pos += 1;
+        let mark = self.member_scratch.len();
+        self.skip_ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                self.skip_ws();
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let key = self.string()?;
+                self.skip_ws();
+                self.eat(b':')?;
+                self.skip_ws();
+                let value = self.value()?;
+                self.member_scratch.push(Member { key, value });
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b'}' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        let depth = self.depth;
+        self.depth -= 1;
+        let fresh = self.member_scratch.get(mark..)?;
+        let start = self.doc.members.len();
+        let len = fresh.len();
+        if len > 1 {
+            let known = self
+                .unique_keys
+                .get(depth)
+                .copied()
+                .flatten()
+                .and_then(|(s, l)| self.doc.members.get(s..s + l));
+            let same_as_known = known.is_some_and(|k| {
+                k.len() == fresh.len() && k.iter().zip(fresh).all(|(a, b)| a.key == b.key)
+            });
+            if !same_as_known {
+                if has_duplicates(fresh) {
+                    return None;
+                }
+                if self.unique_keys.len() <= depth {
+                    self.unique_keys.resize(depth + 1, None);
+                }
+                if let Some(slot) = self.unique_keys.get_mut(depth) {
+                    *slot = Some((start, len));
+                }
+            }
+        }
+        self.doc.members.extend(self.member_scratch.drain(mark..));
+        Some(Node::Obj { start, len })
+    }
+}
+
+fn has_duplicates(members: &[Member<'_>]) -> bool {
+    if members.len() <= PAIRWISE_DUP_CHECK {
+        members.iter().enumerate().any(|(i, m)| {
+            members
+                .get(i + 1..)
+                .is_some_and(|rest| rest.iter().any(|o| o.key == m.key))
+        })
+    } else {
+        let mut seen = HashSet::with_capacity(members.len());
+        !members.iter().all(|m| seen.insert(m.key.as_ref()))
+    }
+}

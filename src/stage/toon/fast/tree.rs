@@ -1,0 +1,140 @@
+//! A borrowed JSON tree in two flat arenas.
+//!
+//! Strings borrow from the text they were read from unless they held escapes;
+//! numbers stay the exact slice of their literal. The children of an array
+//! sit contiguously in `nodes`, the members of an object contiguously in
+//! `members`, so a whole document costs two vectors instead of one
+//! allocation per row. Both the JSON parser and the TOON decoder build this
+//! type, which is what lets the verifier compare the two sides directly.
+
+use std::borrow::Cow;
+
+use crate::json::Decimal;
+
+/// One JSON value. Containers are ranges into the document's arenas.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Node<'a> {
+    Null,
+    Bool(bool),
+    /// The literal as written (RFC 8259 §6 grammar for JSON, the TOON §4
+    /// canonical grammar for decoded TOON).
+    Num(&'a str),
+    Str(Cow<'a, str>),
+    /// `len` items starting at `start` in [`Doc::nodes`].
+    Arr {
+        start: usize,
+        len: usize,
+    },
+    /// `len` members starting at `start` in [`Doc::members`].
+    Obj {
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Node<'_> {
+    pub(super) fn is_primitive(&self) -> bool {
+        !matches!(self, Node::Arr { .. } | Node::Obj { .. })
+    }
+}
+
+/// One object member.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Member<'a> {
+    pub key: Cow<'a, str>,
+    pub value: Node<'a>,
+}
+
+/// A parsed document: the root and the arenas its containers point into.
+#[derive(Debug, Default)]
+pub(super) struct Doc<'a> {
+    pub nodes: Vec<Node<'a>>,
+    pub members: Vec<Member<'a>>,
+    pub root: Option<Node<'a>>,
+}
+
+impl<'a> Doc<'a> {
+    /// The items of an array node (empty for anything else).
+    pub(super) fn items(&self, node: &Node<'a>) -> &[Node<'a>] {
+        match *node {
+            Node::Arr { start, len } => self
+                .nodes
+                .get(start..start.saturating_add(len))
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The members of an object node (empty for anything else).
+    pub(super) fn object(&self, node: &Node<'a>) -> Option<&[Member<'a>]> {
+        match *node {
+            Node::Obj { start, len } => self.members.get(start..start.saturating_add(len)),
+            _ => None,
+        }
+    }
+
+    /// Every value in the document: the root, array items and member
+    /// values. Each appears exactly once, since a container's children are
+    /// committed to an arena only when the container itself is.
+    pub(super) fn all_values(&self) -> impl Iterator<Item = &Node<'a>> {
+        self.root
+            .iter()
+            .chain(self.nodes.iter())
+            .chain(self.members.iter().map(|m| &m.value))
+    }
+}
+
+/// The member named `key`, looked for first at `hint` (rows of one table
+/// usually list their keys in one order) and then by a scan.
+pub(super) fn get<'m, 'a>(
+    members: &'m [Member<'a>],
+    key: &str,
+    hint: usize,
+) -> Option<&'m Node<'a>> {
+    if let Some(m) = members.get(hint).filter(|m| m.key == key) {
+        return Some(&m.value);
+    }
+    members.iter().find(|m| m.key == key).map(|m| &m.value)
+}
+
+/// Same JSON value, with [`crate::json::same_value`]'s rules: numbers equal
+/// as exact decimals, strings equal, arrays item by item, objects with the
+/// same keys in the same order. `depth` bounds the walk; both trees come
+/// from parsers that bound their own nesting far below it.
+pub(super) fn same(a: &Doc<'_>, x: &Node<'_>, b: &Doc<'_>, y: &Node<'_>, depth: usize) -> bool {
+    if depth > 512 {
+        return false;
+    }
+    match (x, y) {
+        (Node::Null, Node::Null) => true,
+        (Node::Bool(p), Node::Bool(q)) => p == q,
+        (Node::Num(p), Node::Num(q)) => same_number(p, q),
+        (Node::Str(p), Node::Str(q)) => p == q,
+        (Node::Arr { .. }, Node::Arr { .. }) => {
+            let (p, q) = (a.items(x), b.items(y));
+            p.len() == q.len() && p.iter().zip(q).all(|(u, v)| same(a, u, b, v, depth + 1))
+        }
+        (Node::Obj { .. }, Node::Obj { .. }) => match (a.object(x), b.object(y)) {
+            (Some(p), Some(q)) => {
+                p.len() == q.len()
+                    && p.iter()
+                        .zip(q)
+                        .all(|(u, v)| u.key == v.key && same(a, &u.value, b, &v.value, depth + 1))
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Exact decimal equality of two number literals; identical spellings need
+/// no arithmetic.
+pub(super) fn same_number(p: &str, q: &str) -> bool {
+    if p == q {
+        return true;
+    }
+    match (Decimal::parse(p), Decimal::parse(q)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
