@@ -8,7 +8,7 @@
 use indexmap::IndexMap;
 
 use super::number;
-use super::tree::{get, Doc, Member, Node};
+use super::tree::{get, key_eq, Doc, Member, Node};
 use crate::outcome::Reason;
 
 /// Nested field groups deeper than this are not worth a header (the same
@@ -92,7 +92,7 @@ fn one_key_order<'m, 'a>(objects: &[&'m [Member<'a>]]) -> Option<&'m [Member<'a>
 }
 
 fn same_keys_in_order(a: &[Member<'_>], b: &[Member<'_>]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.key == y.key)
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| key_eq(&x.key, &y.key))
 }
 
 /// `a` has exactly `b`'s keys, in any order.
@@ -135,26 +135,22 @@ fn column(doc: &Doc<'_>, cells: &[&Node<'_>], depth: usize) -> bool {
 /// [`super::super::exact`]: every number survives, then every group of
 /// sibling objects with one key set lists it in one order.
 pub(super) fn exact(doc: &Doc<'_>) -> Result<(), Reason> {
-    let lossy = doc.all_values().any(|v| match v {
-        Node::Num(raw) => number::canonical(raw).is_none(),
-        _ => false,
-    });
-    if lossy {
+    let values = || doc.root.iter().chain(&doc.nodes);
+    let lossy = |v: &Node<'_>| matches!(v, Node::Num(raw) if number::canonical(raw).is_none());
+    if values().any(lossy) || doc.members.iter().any(|m| lossy(&m.value)) {
         return Err(Reason::LossyNumber);
     }
     // Every container appears once among all values; its children are
     // siblings.
-    for v in doc.all_values() {
-        let uniform = match v {
-            Node::Arr { .. } => siblings_uniform(doc, doc.items(v).iter()),
-            Node::Obj { .. } => {
-                siblings_uniform(doc, doc.object(v).unwrap_or(&[]).iter().map(|m| &m.value))
-            }
-            _ => true,
-        };
-        if !uniform {
-            return Err(Reason::KeyOrder);
+    let uniform = |v: &Node<'_>| match v {
+        Node::Arr { .. } => siblings_uniform(doc, doc.items(v).iter()),
+        Node::Obj { .. } => {
+            siblings_uniform(doc, doc.object(v).unwrap_or(&[]).iter().map(|m| &m.value))
         }
+        _ => true,
+    };
+    if !values().all(uniform) || !doc.members.iter().all(|m| uniform(&m.value)) {
+        return Err(Reason::KeyOrder);
     }
     Ok(())
 }

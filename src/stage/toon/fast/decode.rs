@@ -23,8 +23,9 @@
 use std::borrow::Cow;
 
 use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
-use toon_format::utils::{format_canonical_number, needs_quoting, unescape_string};
+use toon_format::utils::{format_canonical_number, unescape_string};
 
+use super::emit::{is_keyword, needs_quotes};
 use super::tree::{Doc, Member, Node};
 
 /// Field groups nested deeper than toon-format's own bound are refused.
@@ -450,16 +451,17 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
         }
         return unescape(token.get(1..end)?).map(Node::Str);
     }
-    match token {
-        "true" => return Some(Node::Bool(true)),
-        "false" => return Some(Node::Bool(false)),
-        "null" => return Some(Node::Null),
-        _ => {}
+    if is_keyword(token) {
+        return Some(match token {
+            "true" => Node::Bool(true),
+            "false" => Node::Bool(false),
+            _ => Node::Null,
+        });
     }
     match number(token) {
         Some(true) => Some(Node::Num(token)),
         Some(false) => None,
-        None if needs_quoting(token, char::from(delim)) => None,
+        None if needs_quotes(token, char::from(delim)) => None,
         None => Some(Node::Str(Cow::Borrowed(token))),
     }
 }

@@ -21,7 +21,7 @@ use toon_format::types::{Delimiter, EncodeOptions};
 use toon_format::utils::{is_valid_unquoted_key, needs_quoting, quote_string};
 
 use super::number;
-use super::tree::{get, Doc, Member, Node};
+use super::tree::{get, key_eq, Doc, Member, Node};
 
 /// toon-format's `MAX_DEPTH`: its encoder refuses deeper values, and its
 /// field-group detection stops there.
@@ -91,7 +91,7 @@ impl<'e, 'a> Emitter<'e, 'a> {
         if is_valid_unquoted_key(key) {
             self.out.push_str(key);
         } else {
-            self.out.push_str(&quote_string(key));
+            push_quoted(&mut self.out, key);
         }
     }
 
@@ -104,10 +104,10 @@ impl<'e, 'a> Emitter<'e, 'a> {
             // generic encoder would write `null` or a rounded value.
             Node::Num(raw) => self.out.push_str(&number::canonical(raw)?),
             Node::Str(s) => {
-                if needs_quoting(s, self.delim) {
-                    self.out.push_str(&quote_string(s));
-                } else {
+                if !needs_quotes(s, self.delim) {
                     self.out.push_str(s);
+                } else {
+                    push_quoted(&mut self.out, s);
                 }
             }
             Node::Arr { .. } | Node::Obj { .. } => return None,
@@ -311,7 +311,7 @@ impl<'e, 'a> Emitter<'e, 'a> {
             if o.len() != first.len() {
                 return None;
             }
-            let same_order = o.iter().zip(first).all(|(a, b)| a.key == b.key);
+            let same_order = o.iter().zip(first).all(|(a, b)| key_eq(&a.key, &b.key));
             if !same_order
                 && !first
                     .iter()
@@ -356,5 +356,69 @@ impl<'e, 'a> Emitter<'e, 'a> {
             name,
             children: Some(children),
         })
+    }
+}
+
+/// `needs_quoting(s, delim)` (§7.2), answered in one pass over the bytes
+/// where that is certain, else by `needs_quoting` itself. §7.2 quotes a
+/// string that is empty, has leading or trailing whitespace, looks like a
+/// keyword or a number (`is_literal_like`), holds `: " \\ [ ] { }`, a
+/// control character or the delimiter, or starts with `-` or `#`. So a
+/// string holding one of those characters needs quotes whatever else holds,
+/// and one that holds none, starts with a letter, `_`, `.` or a non-ASCII
+/// byte (numeric-like strings start with a digit or a sign), does not end
+/// in a space and is no keyword needs none.
+pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
+    let d = u32::from(delim);
+    if s.bytes().any(|b| special(b) || u32::from(b) == d) {
+        return true;
+    }
+    let bytes = s.as_bytes();
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return true;
+    };
+    let plain_start =
+        first.is_ascii_alphabetic() || first == b'_' || first == b'.' || first >= 0x80;
+    if plain_start && last != b' ' && !is_keyword(s) {
+        return false;
+    }
+    needs_quoting(s, delim)
+}
+
+/// `: " \\ [ ] { }` and the C0 controls, as a bit set over ASCII.
+const SPECIAL: u128 = ((1u128 << 0x20) - 1)
+    | 1 << b':'
+    | 1 << b'"'
+    | 1 << b'\\'
+    | 1 << b'['
+    | 1 << b']'
+    | 1 << b'{'
+    | 1 << b'}';
+
+#[inline]
+fn special(b: u8) -> bool {
+    b < 128 && (SPECIAL >> b) & 1 == 1
+}
+
+/// `true`, `false`, `null`, compared without a library call.
+#[inline]
+pub(super) fn is_keyword(s: &str) -> bool {
+    match s.len() {
+        4 => s == "true" || s == "null",
+        5 => s == "false",
+        _ => false,
+    }
+}
+
+/// `quote_string` (§7.1), written in place: a string with nothing to
+/// escape is copied between quotes, anything else goes through
+/// toon-format's escaping.
+fn push_quoted(out: &mut String, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&quote_string(s));
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
     }
 }

@@ -11,10 +11,13 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use super::tree::{Doc, Member, Node};
+use super::tree::{key_eq, Doc, Member, Node};
 
 /// Arrays and objects nested deeper than this are left to serde_json.
 const MAX_NESTING: usize = 100;
+
+/// How many distinct key lists the duplicate check remembers.
+const RECENT: usize = 8;
 
 /// Objects with more members than this are checked for duplicate keys
 /// through a hash set instead of pairwise.
@@ -30,7 +33,8 @@ pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
         doc: Doc::default(),
         item_scratch: Vec::new(),
         member_scratch: Vec::new(),
-        unique_keys: Vec::new(),
+        recent: [(0, 0); RECENT],
+        next_recent: 0,
     };
     // The arenas end up holding roughly one node per 8 bytes of tabular
     // JSON; reserving avoids most regrowth copies.
@@ -54,10 +58,11 @@ struct Parser<'a> {
     doc: Doc<'a>,
     item_scratch: Vec<Node<'a>>,
     member_scratch: Vec<Member<'a>>,
-    /// Per nesting depth, the member range of the last object there found
-    /// free of duplicate keys: the next row of a table usually has exactly
-    /// those keys, which one comparison confirms.
-    unique_keys: Vec<Option<(usize, usize)>>,
+    /// Member ranges of the last few distinct key lists found free of
+    /// duplicates: the next row of a table (and each of its field groups)
+    /// usually repeats one, which one comparison confirms.
+    recent: [(usize, usize); RECENT],
+    next_recent: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -131,37 +136,42 @@ impl<'a> Parser<'a> {
     }
 
     fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.pos += 1;
-        }
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos += rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+    }
+
+    /// Moves to the next quote, backslash or control character.
+    fn skip_to_special(&mut self) -> Option<u8> {
+        let rest = self.bytes.get(self.pos..)?;
+        let n = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        self.pos += n;
+        rest.get(n).copied()
     }
 
     /// A string literal (RFC 8259 §7), the opening quote at `pos`.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.pos += 1;
         let start = self.pos;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    let s = self.text.get(start..self.pos)?;
-                    self.pos += 1;
-                    return Some(Cow::Borrowed(s));
-                }
-                b'\\' => break,
-                0..=0x1f => return None,
-                _ => self.pos += 1,
+        match self.skip_to_special()? {
+            b'"' => {
+                let s = self.text.get(start..self.pos)?;
+                self.pos += 1;
+                return Some(Cow::Borrowed(s));
             }
+            b'\\' => {}
+            _ => return None,
         }
         let mut out = String::with_capacity(self.pos - start + 16);
         out.push_str(self.text.get(start..self.pos)?);
         loop {
             let run = self.pos;
-            loop {
-                match self.peek()? {
-                    b'"' | b'\\' => break,
-                    0..=0x1f => return None,
-                    _ => self.pos += 1,
-                }
+            if self.skip_to_special()? < 0x20 {
+                return None;
             }
             out.push_str(self.text.get(run..self.pos)?);
             if self.eat(b'"').is_some() {
@@ -276,31 +286,33 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let depth = self.depth;
         self.depth -= 1;
         let fresh = self.member_scratch.get(mark..)?;
         let start = self.doc.members.len();
         let len = fresh.len();
-        if len > 1 {
-            let known = self
-                .unique_keys
-                .get(depth)
-                .copied()
-                .flatten()
-                .and_then(|(s, l)| self.doc.members.get(s..s + l));
-            let same_as_known = known.is_some_and(|k| {
-                k.len() == fresh.len() && k.iter().zip(fresh).all(|(a, b)| a.key == b.key)
+        if len > 0 {
+            let known = self.recent.iter().find_map(|&(s, l)| {
+                let k = self.doc.members.get(s..s + l)?;
+                (l == len && k.iter().zip(fresh).all(|(a, b)| key_eq(&a.key, &b.key))).then_some(k)
             });
-            if !same_as_known {
+            if let Some(known) = known {
+                // Share the known keys' slices: later comparisons of these
+                // rows' keys then end at the pointer.
+                if let Some(fresh) = self.member_scratch.get_mut(mark..) {
+                    for (f, k) in fresh.iter_mut().zip(known) {
+                        if let Cow::Borrowed(s) = k.key {
+                            f.key = Cow::Borrowed(s);
+                        }
+                    }
+                }
+            } else {
                 if has_duplicates(fresh) {
                     return None;
                 }
-                if self.unique_keys.len() <= depth {
-                    self.unique_keys.resize(depth + 1, None);
+                if let Some(slot) = self.recent.get_mut(self.next_recent % RECENT) {
+                    *slot = (start, len);
                 }
-                if let Some(slot) = self.unique_keys.get_mut(depth) {
-                    *slot = Some((start, len));
-                }
+                self.next_recent += 1;
             }
         }
         self.doc.members.extend(self.member_scratch.drain(mark..));

@@ -169,6 +169,29 @@ fn decoder_refuses_what_it_does_not_read_as_written() {
     );
 }
 
+/// `emit::needs_quotes` is `needs_quoting`, only faster.
+#[test]
+fn quoting_shortcut_is_needs_quoting() {
+    let mut runner = TestRunner::deterministic();
+    let mut g = Gen {
+        rng: runner.rng(),
+        lossy: false,
+    };
+    let mut plain = 0;
+    for _ in 0..50_000 {
+        let s = match g.scalar() {
+            Value::String(s) => s,
+            _ => g.string(),
+        };
+        for delim in [',', '|', '\t'] {
+            let quick = super::emit::needs_quotes(&s, delim);
+            assert_eq!(quick, toon_format::utils::needs_quoting(&s, delim), "{s:?}");
+            plain += usize::from(!quick);
+        }
+    }
+    assert!(plain > 10_000, "{plain}");
+}
+
 fn all_options() -> Vec<EncodeOptions> {
     let mut out = Vec::new();
     for delim in [Delimiter::Comma, Delimiter::Tab, Delimiter::Pipe] {

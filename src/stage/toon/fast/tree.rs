@@ -84,6 +84,28 @@ impl<'a> Doc<'a> {
     }
 }
 
+/// Key equality, cheapest first: the parser makes the keys of rows that
+/// repeat a key list share one slice, so most comparisons end at the
+/// pointer.
+#[inline]
+pub(super) fn key_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || short_eq(a, b))
+}
+
+/// Byte equality without a library call for the short strings keys and
+/// cells usually are.
+#[inline]
+pub(super) fn short_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// The member named `key`, looked for first at `hint` (rows of one table
 /// usually list their keys in one order) and then by a scan.
 pub(super) fn get<'m, 'a>(
@@ -91,10 +113,13 @@ pub(super) fn get<'m, 'a>(
     key: &str,
     hint: usize,
 ) -> Option<&'m Node<'a>> {
-    if let Some(m) = members.get(hint).filter(|m| m.key == key) {
+    if let Some(m) = members.get(hint).filter(|m| key_eq(&m.key, key)) {
         return Some(&m.value);
     }
-    members.iter().find(|m| m.key == key).map(|m| &m.value)
+    members
+        .iter()
+        .find(|m| key_eq(&m.key, key))
+        .map(|m| &m.value)
 }
 
 /// Same JSON value, with [`crate::json::same_value`]'s rules: numbers equal
@@ -109,7 +134,7 @@ pub(super) fn same(a: &Doc<'_>, x: &Node<'_>, b: &Doc<'_>, y: &Node<'_>, depth: 
         (Node::Null, Node::Null) => true,
         (Node::Bool(p), Node::Bool(q)) => p == q,
         (Node::Num(p), Node::Num(q)) => same_number(p, q),
-        (Node::Str(p), Node::Str(q)) => p == q,
+        (Node::Str(p), Node::Str(q)) => short_eq(p, q),
         (Node::Arr { .. }, Node::Arr { .. }) => {
             let (p, q) = (a.items(x), b.items(y));
             p.len() == q.len() && p.iter().zip(q).all(|(u, v)| same(a, u, b, v, depth + 1))
@@ -117,9 +142,9 @@ pub(super) fn same(a: &Doc<'_>, x: &Node<'_>, b: &Doc<'_>, y: &Node<'_>, depth: 
         (Node::Obj { .. }, Node::Obj { .. }) => match (a.object(x), b.object(y)) {
             (Some(p), Some(q)) => {
                 p.len() == q.len()
-                    && p.iter()
-                        .zip(q)
-                        .all(|(u, v)| u.key == v.key && same(a, &u.value, b, &v.value, depth + 1))
+                    && p.iter().zip(q).all(|(u, v)| {
+                        key_eq(&u.key, &v.key) && same(a, &u.value, b, &v.value, depth + 1)
+                    })
             }
             _ => false,
         },
