@@ -14,11 +14,11 @@
 //!
 //! Run: `cargo bench --bench toon_throughput` (add `-- --quick` for a
 //! shorter run; `-- flat`, `-- nested`, `-- 10KB` … `-- 4MB` pick shapes
-//! and sizes). Each figure is the
-//! best of five runs of at least 200 ms (`--quick`: three of 60 ms), timed
-//! by the thread's CPU time where Linux reports it (wall clock elsewhere),
-//! so a busy machine lowers figures less than it would an average. Timing
-//! is only printed, never asserted.
+//! and sizes). Each figure is the best of nine rounds (`--quick`: five) in
+//! which every path runs for at least 150 ms (50 ms) in turn, timed by the
+//! thread's CPU time where Linux reports it (wall clock elsewhere), so a
+//! busy machine lowers the figures less and the ratios hardly at all.
+//! Timing is only printed, never asserted.
 
 // Benchmark code: a failed setup should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
@@ -101,42 +101,57 @@ fn cpu_ns() -> Option<u64> {
     stat.split_whitespace().next()?.parse().ok()
 }
 
-/// Best MB/s over `timing.runs` runs of at least `timing.min` each, by
-/// thread CPU time where the platform reports it, else by wall clock.
-fn mb_per_s(bytes: usize, timing: &Timing, mut f: impl FnMut()) -> f64 {
-    let mut best = 0.0f64;
-    for _ in 0..timing.runs {
-        let start = Instant::now();
-        let cpu_start = cpu_ns();
-        let mut iters = 0u64;
-        while start.elapsed() < timing.min || iters == 0 {
-            f();
-            iters += 1;
-        }
-        let wall = start.elapsed().as_secs_f64();
-        let secs = match (cpu_start, cpu_ns()) {
-            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-            _ => wall,
-        };
-        best = best.max(bytes as f64 * iters as f64 / secs / 1e6);
+/// Seconds per call of `f` over one run of at least `min`, by thread CPU
+/// time where the platform reports it, else by wall clock.
+fn one_run(min: Duration, f: &mut dyn FnMut()) -> f64 {
+    let start = Instant::now();
+    let cpu_start = cpu_ns();
+    let mut iters = 0u64;
+    while start.elapsed() < min || iters == 0 {
+        f();
+        iters += 1;
     }
-    best
+    let wall = start.elapsed().as_secs_f64();
+    let secs = match (cpu_start, cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => wall,
+    };
+    secs / iters as f64
+}
+
+/// Best MB/s of each path over `timing.runs` rounds; each round runs every
+/// path once, in turn, so a burst of load elsewhere hits them alike.
+fn mb_per_s(bytes: usize, timing: &Timing, paths: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let mut best = vec![f64::INFINITY; paths.len()];
+    for _ in 0..timing.runs {
+        for (f, b) in paths.iter_mut().zip(best.iter_mut()) {
+            *b = b.min(one_run(timing.min, *f));
+        }
+    }
+    best.iter().map(|secs| bytes as f64 / secs / 1e6).collect()
+}
+
+fn arg_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .find_map(|a| a.strip_prefix(name)?.strip_prefix('='))
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    // For profiling the fast path alone: `-- --plugin-only`.
-    let plugin_only = args.iter().any(|a| a == "--plugin-only");
+    // For profiles and instruction counts: `--only=plugin` (or `generic`,
+    // `serde+toon`) runs one path, `--iters=N` exactly N calls of it.
+    let only = arg_value(&args, "--only");
+    let fixed_iters: Option<u64> = arg_value(&args, "--iters").and_then(|n| n.parse().ok());
     let timing = if quick {
         Timing {
-            runs: 3,
-            min: Duration::from_millis(60),
+            runs: 5,
+            min: Duration::from_millis(50),
         }
     } else {
         Timing {
-            runs: 5,
-            min: Duration::from_millis(200),
+            runs: 9,
+            min: Duration::from_millis(150),
         }
     };
     // Other arguments pick shapes (`flat`, `nested`) and sizes (`10KB`,
@@ -157,14 +172,16 @@ fn main() {
     } else {
         "wall clock"
     };
-    println!(
-        "TOON stage throughput, MB/s of JSON in, timed by {clock} (best of {} runs of >= {:?})",
-        timing.runs, timing.min
-    );
-    println!(
-        "{:<7} {:>7} {:>11} {:>9} {:>9} {:>11} {:>10} {:>8}",
-        "shape", "size", "serde+toon", "generic", "plugin", "plugin/s+t", "plugin/gen", "saved"
-    );
+    if only.is_none() {
+        println!(
+            "TOON stage throughput, MB/s of JSON in, by {clock}; best of {} interleaved runs of >= {:?}",
+            timing.runs, timing.min
+        );
+        println!(
+            "{:<7} {:>7} {:>11} {:>9} {:>9} {:>11} {:>11} {:>7}",
+            "shape", "size", "serde+toon", "generic", "plugin", "plugin/s+t", "plugin/gen", "saved"
+        );
+    }
     let shapes: [(&str, RowFn); 2] = [("flat", flat_row), ("nested", nested_row)];
     for (shape, row) in shapes {
         if !wanted(&["flat", "nested"], shape) {
@@ -180,35 +197,49 @@ fn main() {
             let Ok(emission) = &fast else {
                 panic!("{shape} {label}: not encoded: {fast:?}");
             };
-            if plugin_only {
-                let plugin = mb_per_s(text.len(), &timing, || {
-                    black_box(encode(black_box(&text), wire, &settings).unwrap());
-                });
-                println!("{shape:<7} {label:>7} plugin {plugin:.1}");
+            let mut baseline = || {
+                let value: Value = serde_json::from_str(black_box(&text)).unwrap();
+                black_box(toon_format::encode(&value, &options).unwrap());
+            };
+            let mut generic = || {
+                black_box(encode_generic(black_box(&text), wire, &settings).unwrap());
+            };
+            let mut plugin = || {
+                black_box(encode(black_box(&text), wire, &settings).unwrap());
+            };
+            if let Some(path) = only {
+                let f: &mut dyn FnMut() = match path {
+                    "plugin" => &mut plugin,
+                    "generic" => &mut generic,
+                    _ => &mut baseline,
+                };
+                match fixed_iters {
+                    Some(n) => (0..n).for_each(|_| f()),
+                    None => {
+                        let mb = mb_per_s(text.len(), &timing, &mut [f]);
+                        println!("{shape:<7} {label:>7} {path} {:.1} MB/s", mb[0]);
+                    }
+                }
                 continue;
             }
             // The two paths agree (no timing is asserted).
-            let generic = encode_generic(&text, wire, &settings);
-            assert_eq!(fast, generic, "{shape} {label}: paths disagree");
-            let baseline = mb_per_s(text.len(), &timing, || {
-                let value: Value = serde_json::from_str(black_box(&text)).unwrap();
-                black_box(toon_format::encode(&value, &options).unwrap());
-            });
-            let gen = mb_per_s(text.len(), &timing, || {
-                black_box(encode_generic(black_box(&text), wire, &settings).unwrap());
-            });
-            let plugin = mb_per_s(text.len(), &timing, || {
-                black_box(encode(black_box(&text), wire, &settings).unwrap());
-            });
+            let generic_result = encode_generic(&text, wire, &settings);
+            assert_eq!(fast, generic_result, "{shape} {label}: paths disagree");
+            let mb = mb_per_s(
+                text.len(),
+                &timing,
+                &mut [&mut baseline, &mut generic, &mut plugin],
+            );
+            let (base, gen, plug) = (mb[0], mb[1], mb[2]);
             println!(
-                "{:<7} {:>7} {:>11.1} {:>9.1} {:>9.1} {:>10.1}x {:>9.1}x {:>7.0}%",
+                "{:<7} {:>7} {:>11.1} {:>9.1} {:>9.1} {:>10.1}x {:>10.1}x {:>6.0}%",
                 shape,
                 label,
-                baseline,
+                base,
                 gen,
-                plugin,
-                plugin / baseline,
-                plugin / gen,
+                plug,
+                plug / base,
+                plug / gen,
                 100.0 - emission.len() as f64 * 100.0 / text.len() as f64,
             );
         }

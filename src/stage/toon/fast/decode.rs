@@ -1,24 +1,27 @@
-//! A strict TOON decoder for the forms [`super::emit`] writes, into the
-//! same [`Doc`] the JSON parser builds, so the verifier compares what the
-//! text says with what the JSON said.
+//! A strict TOON decoder for the forms [`super::emit`] writes, that reads
+//! the text against the parsed JSON tree: every value it decodes is compared
+//! on the spot with the JSON value in the same place, so verification costs
+//! one pass and no second tree.
 //!
-//! It reads the text on its own: lines and indentation (§12), headers
-//! `key[N<:?><delim?>]{fields}:` with nested field groups (§6, §9.3, §9.4),
-//! tabular rows and keyed entry rows counted against `N` (§9.3, §9.5,
+//! It reads the text on its own terms: lines and indentation (§12),
+//! headers `key[N<:?><delim?>]{fields}:` with nested field groups (§6, §9.3,
+//! §9.4), tabular rows and keyed entry rows counted against `N` (§9.3, §9.5,
 //! §14), inline arrays, `key: []`, `key:` over a nested object or an empty
-//! one (§8), and primitive tokens (§4, §7). Anything outside those forms is
-//! refused rather than guessed at — list items, comments, blank lines, tabs
-//! or odd indentation, a delimiter other than the configured one — and so is
+//! one (§8), and primitive tokens (§4, §7). The JSON tree only says what
+//! each decoded value must equal — same type, same key in the same place,
+//! same count, numbers equal as exact decimals, strings equal — and that
+//! nothing is left over on either side. Anything outside those forms is
+//! refused rather than guessed at (list items, comments, blank lines, tabs
+//! or odd indentation, a delimiter other than the configured one), and so is
 //! every token a conforming encoder would not write bare: an unquoted token
 //! `needs_quoting` flags (it could read differently elsewhere), a number
-//! that is not canonical (`-0`, `1.50`, `1e5`), an integer beyond `u64`, or a
-//! fraction whose `f64` reading (what toon-format's decoder returns) is not
-//! the literal itself. A refusal makes the caller fall back to the generic
-//! path, whose `toon_format::decode` has the final word.
+//! that is not canonical (`-0`, `1.50`, `1e5`), or one toon-format's decoder
+//! would not read as exactly itself (an `f64` reading that is not the
+//! literal). A refusal makes the caller fall back to the generic path,
+//! whose `toon_format::decode` has the final word.
 //!
-//! Duplicate keys (§14) are not looked for: the decoded tree is compared key
-//! by key with a JSON tree that has none, so any duplicate fails that
-//! comparison anyway.
+//! Duplicate keys (§14) need no separate check: keys are matched in order
+//! against a JSON object that has none.
 
 use std::borrow::Cow;
 
@@ -26,7 +29,7 @@ use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
 use toon_format::utils::{format_canonical_number, unescape_string};
 
 use super::emit::{is_keyword, needs_quotes};
-use super::tree::{Doc, Member, Node};
+use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node};
 
 /// Field groups nested deeper than toon-format's own bound are refused.
 const MAX_DEPTH: usize = 256;
@@ -57,27 +60,27 @@ struct Header<'t> {
     after: &'t str,
 }
 
-/// Decodes `text`, or `None` when it is not in the forms described above.
-pub(super) fn decode<'t>(text: &'t str, options: &EncodeOptions) -> Option<Doc<'t>> {
+/// True when `text` decodes, in the forms described above, to the root of
+/// `json`.
+pub(super) fn decodes_to(text: &str, options: &EncodeOptions, json: &Doc<'_>) -> bool {
     let Indent::Spaces(indent) = options.indent;
-    if indent == 0 {
-        return None;
-    }
-    let mut d = Decoder {
-        lines: lines(text, indent)?,
-        pos: 0,
-        delim: u8::try_from(options.delimiter.as_char()).ok()?,
-        doc: Doc::default(),
-        member_scratch: Vec::new(),
-        cells: Vec::new(),
+    let (Some(root), Ok(delim)) = (&json.root, u8::try_from(options.delimiter.as_char())) else {
+        return false;
     };
-    d.doc.members.reserve(text.len() / 4);
-    let root = d.document()?;
-    if d.pos != d.lines.len() {
-        return None;
+    if indent == 0 {
+        return false;
     }
-    d.doc.root = Some(root);
-    Some(d.doc)
+    let Some(lines) = lines(text, indent) else {
+        return false;
+    };
+    let mut d = Decoder {
+        lines,
+        pos: 0,
+        delim,
+        json,
+        tokens: Vec::new(),
+    };
+    d.document(root).is_some() && d.pos == d.lines.len()
 }
 
 /// Splits the text into lines with their depth (§12, strict): spaces only,
@@ -110,24 +113,32 @@ fn lines(text: &str, indent: usize) -> Option<Vec<Line<'_>>> {
     Some(out)
 }
 
-struct Decoder<'t> {
+struct Decoder<'t, 'd, 'j> {
     lines: Vec<Line<'t>>,
     pos: usize,
     delim: u8,
-    doc: Doc<'t>,
-    member_scratch: Vec<Member<'t>>,
-    cells: Vec<Node<'t>>,
+    json: &'d Doc<'j>,
+    /// One row's cell tokens, reused from row to row.
+    tokens: Vec<&'t str>,
 }
 
-impl<'t> Decoder<'t> {
+impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
     fn peek_depth(&self) -> Option<usize> {
         self.lines.get(self.pos).map(|l| l.depth)
     }
 
+    fn object_of(&self, v: &Node<'j>) -> Option<&'d [Member<'j>]> {
+        self.json.object(v)
+    }
+
+    fn items_of(&self, v: &Node<'j>) -> Option<&'d [Node<'j>]> {
+        matches!(v, Node::Arr { .. }).then(|| self.json.items(v))
+    }
+
     /// §5: `[]`, a keyless header, or the root object's fields.
-    fn document(&mut self) -> Option<Node<'t>> {
+    fn document(&mut self, expected: &Node<'j>) -> Option<()> {
         let Some(first) = self.lines.first() else {
-            return Some(self.commit_object(0));
+            return self.object_of(expected)?.is_empty().then_some(());
         };
         let (depth, content) = (first.depth, first.content);
         if depth != 0 {
@@ -135,22 +146,23 @@ impl<'t> Decoder<'t> {
         }
         if content == "[]" {
             self.pos = 1;
-            return Some(self.commit_array(Vec::new()));
+            return self.items_of(expected)?.is_empty().then_some(());
         }
         if content.starts_with('[') {
             self.pos = 1;
             let header = self.header(content)?;
-            return self.announced(header, 0);
+            return self.announced(header, 0, expected);
         }
-        self.object(0)
+        self.object(0, self.object_of(expected)?)
     }
 
-    /// The fields of an object whose lines sit at `depth` (§8).
-    fn object(&mut self, depth: usize) -> Option<Node<'t>> {
+    /// The fields of an object whose lines sit at `depth` (§8), one per
+    /// expected member, in order, and no more.
+    fn object(&mut self, depth: usize, members: &'d [Member<'j>]) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mark = self.member_scratch.len();
+        let mut expected = members.iter();
         while let Some(line) = self.lines.get(self.pos) {
             if line.depth < depth {
                 break;
@@ -160,32 +172,36 @@ impl<'t> Decoder<'t> {
             }
             let content = line.content;
             self.pos += 1;
-            let member = self.field(content, depth)?;
-            self.member_scratch.push(member);
+            self.field(content, depth, expected.next()?)?;
         }
-        Some(self.commit_object(mark))
+        expected.next().is_none().then_some(())
     }
 
     /// One field line and whatever lines belong to it.
-    fn field(&mut self, content: &'t str, depth: usize) -> Option<Member<'t>> {
+    fn field(&mut self, content: &'t str, depth: usize, member: &'d Member<'j>) -> Option<()> {
         let (key, rest) = key_token(content)?;
-        let value = if rest.starts_with('[') {
+        if !key_eq(&key, &member.key) {
+            return None;
+        }
+        let expected = &member.value;
+        if rest.starts_with('[') {
             let header = self.header(rest)?;
-            self.announced(header, depth)?
-        } else if rest == ":" {
+            return self.announced(header, depth, expected);
+        }
+        if rest == ":" {
             // A nested object (§8), or an empty one when nothing deeper
             // follows.
-            match self.peek_depth() {
-                Some(d) if d == depth + 1 => self.object(depth + 1)?,
-                Some(d) if d > depth + 1 => return None,
-                _ => self.commit_object(self.member_scratch.len()),
-            }
-        } else if rest == ": []" {
-            self.commit_array(Vec::new())
-        } else {
-            primitive(rest.strip_prefix(": ")?, self.delim)?
-        };
-        Some(Member { key, value })
+            let members = self.object_of(expected)?;
+            return match self.peek_depth() {
+                Some(d) if d == depth + 1 => self.object(depth + 1, members),
+                Some(d) if d > depth + 1 => None,
+                _ => members.is_empty().then_some(()),
+            };
+        }
+        if rest == ": []" {
+            return self.items_of(expected)?.is_empty().then_some(());
+        }
+        primitive_is(rest.strip_prefix(": ")?, self.delim, expected)
     }
 
     /// `[N<:?><delim?>]{fields}:` (§6), `text` starting at the bracket.
@@ -250,128 +266,139 @@ impl<'t> Decoder<'t> {
     }
 
     /// The value a header announces, with its rows when it has any.
-    fn announced(&mut self, header: Header<'t>, depth: usize) -> Option<Node<'t>> {
+    fn announced(&mut self, header: Header<'t>, depth: usize, expected: &Node<'j>) -> Option<()> {
         match (header.fields, header.keyed) {
             (Some(fields), true) => {
                 if !header.after.is_empty() {
                     return None;
                 }
-                self.keyed_rows(header.len, &fields, depth + 1)
+                let entries = self.object_of(expected)?;
+                self.keyed_rows(header.len, &fields, depth + 1, entries)
             }
             (Some(fields), false) => {
                 if !header.after.is_empty() {
                     return None;
                 }
-                self.tabular_rows(header.len, &fields, depth + 1)
+                let rows = self.items_of(expected)?;
+                self.tabular_rows(header.len, &fields, depth + 1, rows)
             }
             (None, true) => None,
             (None, false) => {
                 // An inline primitive array (the encoder writes `key: []`
                 // for an empty one).
-                let values = header.after.strip_prefix(' ')?;
-                let mut items = Vec::with_capacity(header.len);
-                cells(values, self.delim, &mut items)?;
-                if items.len() != header.len || items.is_empty() {
+                let items = self.items_of(expected)?;
+                if header.len == 0 || items.len() != header.len {
                     return None;
                 }
-                Some(self.commit_array(items))
+                let values = header.after.strip_prefix(' ')?;
+                let mut tokens = std::mem::take(&mut self.tokens);
+                tokens.clear();
+                tokens_of(values, self.delim, &mut tokens)?;
+                let ok = tokens.len() == items.len()
+                    && tokens
+                        .iter()
+                        .zip(items)
+                        .all(|(t, v)| primitive_is(t, self.delim, v).is_some());
+                self.tokens = tokens;
+                ok.then_some(())
             }
         }
     }
 
-    /// Exactly `n` rows at `depth`, then nothing deeper than the header.
-    fn tabular_rows(&mut self, n: usize, fields: &[Field<'t>], depth: usize) -> Option<Node<'t>> {
+    /// Exactly `n` rows at `depth`, one per expected row, then nothing
+    /// deeper than the header.
+    fn tabular_rows(
+        &mut self,
+        n: usize,
+        fields: &[Field<'t>],
+        depth: usize,
+        rows: &'d [Node<'j>],
+    ) -> Option<()> {
+        if rows.len() != n {
+            return None;
+        }
         let leaves = leaf_count(fields);
-        let mut rows = Vec::with_capacity(n.min(self.lines.len()));
-        let mut cells_buf = std::mem::take(&mut self.cells);
-        for _ in 0..n {
+        let mut tokens = std::mem::take(&mut self.tokens);
+        for row in rows {
             let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
             let content = line.content;
             self.pos += 1;
-            cells_buf.clear();
-            cells(content, self.delim, &mut cells_buf)?;
-            if cells_buf.len() != leaves {
+            tokens.clear();
+            tokens_of(content, self.delim, &mut tokens)?;
+            if tokens.len() != leaves {
                 return None;
             }
-            let mut it = cells_buf.drain(..);
-            let row = self.build(fields, &mut it, 0)?;
-            drop(it);
-            rows.push(row);
+            let mut cells = tokens.iter().copied();
+            self.row_is(fields, &mut cells, self.object_of(row)?, 0)?;
         }
-        self.cells = cells_buf;
+        self.tokens = tokens;
         if self.peek_depth().is_some_and(|d| d >= depth) {
             return None;
         }
-        Some(self.commit_array(rows))
+        Some(())
     }
 
-    /// Exactly `n` entry rows `key: cells` at `depth` (§9.5).
-    fn keyed_rows(&mut self, n: usize, fields: &[Field<'t>], depth: usize) -> Option<Node<'t>> {
+    /// Exactly `n` entry rows `key: cells` at `depth` (§9.5), one per
+    /// expected entry.
+    fn keyed_rows(
+        &mut self,
+        n: usize,
+        fields: &[Field<'t>],
+        depth: usize,
+        entries: &'d [Member<'j>],
+    ) -> Option<()> {
+        if entries.len() != n {
+            return None;
+        }
         let leaves = leaf_count(fields);
-        let mark = self.member_scratch.len();
-        let mut cells_buf = std::mem::take(&mut self.cells);
-        for _ in 0..n {
+        let mut tokens = std::mem::take(&mut self.tokens);
+        for entry in entries {
             let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
             let content = line.content;
             self.pos += 1;
             let (key, rest) = key_token(content)?;
-            cells_buf.clear();
-            cells(rest.strip_prefix(": ")?, self.delim, &mut cells_buf)?;
-            if cells_buf.len() != leaves {
+            if !key_eq(&key, &entry.key) {
                 return None;
             }
-            let mut it = cells_buf.drain(..);
-            let value = self.build(fields, &mut it, 0)?;
-            drop(it);
-            self.member_scratch.push(Member { key, value });
+            tokens.clear();
+            tokens_of(rest.strip_prefix(": ")?, self.delim, &mut tokens)?;
+            if tokens.len() != leaves {
+                return None;
+            }
+            let mut cells = tokens.iter().copied();
+            self.row_is(fields, &mut cells, self.object_of(&entry.value)?, 0)?;
         }
-        self.cells = cells_buf;
+        self.tokens = tokens;
         if self.peek_depth().is_some_and(|d| d >= depth) {
             return None;
         }
-        Some(self.commit_object(mark))
+        Some(())
     }
 
-    /// One row's object: leaf cells in header order, nested groups as
-    /// nested objects (§9.4).
-    fn build(
-        &mut self,
+    /// One row's object as the header lays it out — leaf cells in header
+    /// order, nested groups as nested objects (§9.4) — is `members`.
+    fn row_is(
+        &self,
         fields: &[Field<'t>],
-        cells: &mut impl Iterator<Item = Node<'t>>,
+        cells: &mut impl Iterator<Item = &'t str>,
+        members: &'d [Member<'j>],
         depth: usize,
-    ) -> Option<Node<'t>> {
-        if depth > MAX_DEPTH {
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || fields.len() != members.len() {
             return None;
         }
-        let mark = self.member_scratch.len();
-        for f in fields {
-            let value = match &f.children {
-                Some(children) => self.build(children, cells, depth + 1)?,
-                None => cells.next()?,
-            };
-            self.member_scratch.push(Member {
-                key: f.name.clone(),
-                value,
-            });
+        for (f, m) in fields.iter().zip(members) {
+            if !key_eq(&f.name, &m.key) {
+                return None;
+            }
+            match &f.children {
+                Some(children) => {
+                    self.row_is(children, cells, self.object_of(&m.value)?, depth + 1)?;
+                }
+                None => primitive_is(cells.next()?, self.delim, &m.value)?,
+            }
         }
-        Some(self.commit_object(mark))
-    }
-
-    fn commit_object(&mut self, mark: usize) -> Node<'t> {
-        let start = self.doc.members.len();
-        let len = self.member_scratch.len().saturating_sub(mark);
-        self.doc.members.extend(
-            self.member_scratch
-                .drain(mark.min(self.member_scratch.len())..),
-        );
-        Node::Obj { start, len }
-    }
-
-    fn commit_array(&mut self, items: Vec<Node<'t>>) -> Node<'t> {
-        let start = self.doc.nodes.len();
-        let len = items.len();
-        self.doc.nodes.extend(items);
-        Node::Arr { start, len }
+        Some(())
     }
 }
 
@@ -423,8 +450,8 @@ fn unescape(inner: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-/// Splits a delimited row (§11.2) into primitives, appended to `out`.
-fn cells<'t>(text: &'t str, delim: u8, out: &mut Vec<Node<'t>>) -> Option<()> {
+/// Splits a delimited row (§11.2) into its tokens, appended to `out`.
+fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()> {
     let mut rest = text;
     loop {
         let len = if rest.starts_with('"') {
@@ -433,12 +460,24 @@ fn cells<'t>(text: &'t str, delim: u8, out: &mut Vec<Node<'t>>) -> Option<()> {
             rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
         };
         let (token, after) = rest.split_at_checked(len)?;
-        out.push(primitive(token, delim)?);
+        out.push(token);
         if after.is_empty() {
             return Some(());
         }
         rest = after.strip_prefix(char::from(delim))?;
     }
+}
+
+/// The token decodes to the primitive `expected`.
+fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
+    let same = match (primitive(token, delim)?, expected) {
+        (Node::Null, Node::Null) => true,
+        (Node::Bool(p), Node::Bool(q)) => p == *q,
+        (Node::Num(p), Node::Num(q)) => same_number(p, q),
+        (Node::Str(p), Node::Str(q)) => short_eq(&p, q),
+        _ => false,
+    };
+    same.then_some(())
 }
 
 /// One primitive token (§4): a quoted string, a literal, a canonical

@@ -369,8 +369,15 @@ impl<'e, 'a> Emitter<'e, 'a> {
 /// byte (numeric-like strings start with a digit or a sign), does not end
 /// in a space and is no keyword needs none.
 pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
-    let d = u32::from(delim);
-    if s.bytes().any(|b| special(b) || u32::from(b) == d) {
+    let table = match delim {
+        ',' => &SPECIAL_COMMA,
+        '|' => &SPECIAL_PIPE,
+        '\t' => &SPECIAL_TAB,
+        _ => return needs_quoting(s, delim),
+    };
+    if s.bytes()
+        .any(|b| table.get(usize::from(b)).copied().unwrap_or(true))
+    {
         return true;
     }
     let bytes = s.as_bytes();
@@ -385,19 +392,30 @@ pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
     needs_quoting(s, delim)
 }
 
-/// `: " \\ [ ] { }` and the C0 controls, as a bit set over ASCII.
-const SPECIAL: u128 = ((1u128 << 0x20) - 1)
-    | 1 << b':'
-    | 1 << b'"'
-    | 1 << b'\\'
-    | 1 << b'['
-    | 1 << b']'
-    | 1 << b'{'
-    | 1 << b'}';
+/// Byte classes for [`needs_quotes`]: `: " \\ [ ] { }` and the C0
+/// controls, plus the delimiter of each table.
+static SPECIAL_COMMA: [bool; 256] = special_bytes(b',');
+static SPECIAL_PIPE: [bool; 256] = special_bytes(b'|');
+static SPECIAL_TAB: [bool; 256] = special_bytes(b'\t');
 
-#[inline]
-fn special(b: u8) -> bool {
-    b < 128 && (SPECIAL >> b) & 1 == 1
+// Indexing in a constant initialiser: an index out of range fails the
+// build, never the plugin.
+#[allow(clippy::indexing_slicing)]
+const fn special_bytes(delim: u8) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    let chars = *b":\"\\[]{}";
+    let mut i = 0;
+    while i < chars.len() {
+        table[chars[i] as usize] = true;
+        i += 1;
+    }
+    table[delim as usize] = true;
+    table
 }
 
 /// `true`, `false`, `null`, compared without a library call.

@@ -6,7 +6,7 @@
 //! text ─► parse (borrowed tree, duplicate keys refused)
 //!      ─► classify (adaptive) ─► exact (numbers, key order)
 //!      ─► emit (toon-format's forms and helpers) ─► header, size checks
-//!      ─► verify: decode the emitted text into a second tree, compare
+//!      ─► verify: decode the emitted text, comparing as it goes
 //! ```
 //!
 //! Every step either gives the generic path's answer or says
@@ -31,7 +31,6 @@ use toon_format::EncodeOptions;
 use crate::config::{Mode, ToonSettings};
 use crate::marker;
 use crate::outcome::Reason;
-use crate::stage::literal_len;
 
 use super::smaller_enough;
 
@@ -65,7 +64,7 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
-    if adaptive && literal_len(&emission) > wire_len {
+    if adaptive && wire_size(&emission) > wire_len {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
     // Duplicate keys: the parser refused them, so the generic path counts
@@ -76,15 +75,23 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     Fast::Done(Ok(emission))
 }
 
+/// [`literal_len`] (the emission's size as a JSON string literal), counted
+/// over the few bytes that need escapes instead of summed over all of them.
+fn wire_size(s: &str) -> usize {
+    let escapes: usize = s
+        .bytes()
+        .filter(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            _ => 5,
+        })
+        .sum();
+    2 + s.len() + escapes
+}
+
 /// The emitted text, decoded on its own, is the parsed JSON value.
 fn decodes_to(toon: &str, json: &tree::Doc<'_>, options: &EncodeOptions) -> bool {
-    let Some(back) = decode::decode(toon, options) else {
-        return false;
-    };
-    match (&json.root, &back.root) {
-        (Some(x), Some(y)) => tree::same(json, x, &back, y, 0),
-        _ => false,
-    }
+    decode::decodes_to(toon, options, json)
 }
 
 /// The TOON text the fast path writes for a JSON text with `options`, or
@@ -103,12 +110,27 @@ pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
 }
 
 /// Whether the fast decoder reads `toon` back as the JSON `text` (`None`
-/// when either side is outside its forms). For tests and benchmarks.
+/// when the fast parser leaves `text` to serde_json). For tests and
+/// benchmarks.
 pub fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
     let doc = parse::parse(text)?;
-    decode::decode(toon, options)?;
     Some(decodes_to(toon, &doc, options))
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[test]
+fn wire_size_is_literal_len() {
+    for s in [
+        "",
+        "plain",
+        "q\"b\\",
+        "n\nr\rt\t\u{8}\u{c}",
+        "\u{1}\u{1f}",
+        "é€😀\u{7f}",
+    ] {
+        assert_eq!(wire_size(s), crate::stage::literal_len(s), "{s:?}");
+    }
+}

@@ -16,6 +16,23 @@ use super::tree::{key_eq, Doc, Member, Node};
 /// Arrays and objects nested deeper than this are left to serde_json.
 const MAX_NESTING: usize = 100;
 
+/// The bytes that end a run of plain string content: `"`, `\\` and the
+/// C0 controls (RFC 8259 §7).
+static STRING_STOP: [bool; 256] = string_stop();
+
+// Indexing in a constant initialiser: an index out of range fails the
+// build, never the plugin.
+#[allow(clippy::indexing_slicing)]
+const fn string_stop() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
+        b += 1;
+    }
+    table
+}
+
 /// How many distinct key lists the duplicate check remembers.
 const RECENT: usize = 8;
 
@@ -148,7 +165,7 @@ impl<'a> Parser<'a> {
         let rest = self.bytes.get(self.pos..)?;
         let n = rest
             .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            .position(|&b| STRING_STOP.get(usize::from(b)).copied().unwrap_or(true))?;
         self.pos += n;
         rest.get(n).copied()
     }
@@ -292,8 +309,14 @@ impl<'a> Parser<'a> {
         let len = fresh.len();
         if len > 0 {
             let known = self.recent.iter().find_map(|&(s, l)| {
+                if l != len {
+                    return None;
+                }
                 let k = self.doc.members.get(s..s + l)?;
-                (l == len && k.iter().zip(fresh).all(|(a, b)| key_eq(&a.key, &b.key))).then_some(k)
+                k.iter()
+                    .zip(fresh)
+                    .all(|(a, b)| key_eq(&a.key, &b.key))
+                    .then_some(k)
             });
             if let Some(known) = known {
                 // Share the known keys' slices: later comparisons of these

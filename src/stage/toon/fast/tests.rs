@@ -147,7 +147,7 @@ fn decoder_refuses_what_it_does_not_read_as_written() {
         "a: x:y\nn: 1.5",
         "- a: x",
     ] {
-        assert_eq!(verifies(json, bad, &d), None, "{bad:?}");
+        assert_eq!(verifies(json, bad, &d), Some(false), "{bad:?}");
     }
     let table = r#"[{"a":1,"b":"x"},{"a":2,"b":"y"}]"#;
     assert_eq!(verifies(table, "[2]{a,b}:\n  1,x\n  2,y", &d), Some(true));
@@ -160,12 +160,12 @@ fn decoder_refuses_what_it_does_not_read_as_written() {
         "[2]{a,b}:\n    1,x\n    2,y",
         "[2]{a,b}: \n  1,x\n  2,y",
     ] {
-        assert_eq!(verifies(table, bad, &d), None, "{bad:?}");
+        assert_eq!(verifies(table, bad, &d), Some(false), "{bad:?}");
     }
     // toon-format reads 1.0000000000000001 as the double 1.
     assert_eq!(
         verifies(r#"[1.0000000000000001]"#, "[1]: 1.0000000000000001", &d),
-        None
+        Some(false)
     );
 }
 
@@ -625,7 +625,7 @@ fn encoder_matches_toon_format_on_generated_documents() {
     }
     let options = all_options();
     let total = 20_000;
-    let (mut written, mut decoded) = (0usize, 0usize);
+    let (mut written, mut decoded, mut refused) = (0usize, 0usize, 0usize);
     for i in 0..total {
         let doc = g.document();
         let text = text_of(&mut g, &doc);
@@ -640,18 +640,20 @@ fn encoder_matches_toon_format_on_generated_documents() {
         assert_eq!(Some(&fast), to_toon_with(&value, opts).as_ref(), "{text}");
         if *opts == EncodeOptions::default() && exact(&value).is_ok() {
             let generic = from_toon(&fast).is_some_and(|back| json::same_value(&back, &value));
-            if let Some(ok) = verifies(&text, &fast, opts) {
+            let ok = verifies(&text, &fast, opts).unwrap();
+            // Sound: it never accepts what toon-format reads differently.
+            assert!(!ok || generic, "{text}\n=>\n{fast}");
+            if ok {
                 decoded += 1;
-                assert_eq!(ok, generic, "{text}\n=>\n{fast}");
-            } else {
-                // Refusals are only for what the generic decoder also
-                // rejects or reads differently (field groups in differing
-                // key orders).
-                assert!(!generic, "fast decoder refused {fast:?}");
+            } else if generic {
+                refused += 1;
             }
         }
     }
-    eprintln!("written {written}, decoded {decoded} of {total}");
+    eprintln!("written {written}, verified {decoded}, refused {refused} of {total}");
     assert!(written * 100 >= total * 40, "only {written} written");
-    assert!(decoded * 100 >= total * 5, "only {decoded} decoded");
+    assert!(decoded * 100 >= total * 5, "only {decoded} verified");
+    // Refusals of what toon-format reads back are the rare field groups
+    // whose rows list their keys in different orders.
+    assert!(refused * 100 <= decoded, "{refused} refusals");
 }

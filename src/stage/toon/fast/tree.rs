@@ -4,8 +4,8 @@
 //! numbers stay the exact slice of their literal. The children of an array
 //! sit contiguously in `nodes`, the members of an object contiguously in
 //! `members`, so a whole document costs two vectors instead of one
-//! allocation per row. Both the JSON parser and the TOON decoder build this
-//! type, which is what lets the verifier compare the two sides directly.
+//! allocation per row. The JSON parser builds it; the gates, the emitter
+//! and the verifying decoder read it.
 
 use std::borrow::Cow;
 
@@ -120,36 +120,6 @@ pub(super) fn get<'m, 'a>(
         .iter()
         .find(|m| key_eq(&m.key, key))
         .map(|m| &m.value)
-}
-
-/// Same JSON value, with [`crate::json::same_value`]'s rules: numbers equal
-/// as exact decimals, strings equal, arrays item by item, objects with the
-/// same keys in the same order. `depth` bounds the walk; both trees come
-/// from parsers that bound their own nesting far below it.
-pub(super) fn same(a: &Doc<'_>, x: &Node<'_>, b: &Doc<'_>, y: &Node<'_>, depth: usize) -> bool {
-    if depth > 512 {
-        return false;
-    }
-    match (x, y) {
-        (Node::Null, Node::Null) => true,
-        (Node::Bool(p), Node::Bool(q)) => p == q,
-        (Node::Num(p), Node::Num(q)) => same_number(p, q),
-        (Node::Str(p), Node::Str(q)) => short_eq(p, q),
-        (Node::Arr { .. }, Node::Arr { .. }) => {
-            let (p, q) = (a.items(x), b.items(y));
-            p.len() == q.len() && p.iter().zip(q).all(|(u, v)| same(a, u, b, v, depth + 1))
-        }
-        (Node::Obj { .. }, Node::Obj { .. }) => match (a.object(x), b.object(y)) {
-            (Some(p), Some(q)) => {
-                p.len() == q.len()
-                    && p.iter().zip(q).all(|(u, v)| {
-                        key_eq(&u.key, &v.key) && same(a, &u.value, b, &v.value, depth + 1)
-                    })
-            }
-            _ => false,
-        },
-        _ => false,
-    }
 }
 
 /// Exact decimal equality of two number literals; identical spellings need
