@@ -135,9 +135,12 @@ fn column(doc: &Doc<'_>, cells: &[&Node<'_>], depth: usize) -> bool {
 /// [`super::super::exact`]: every number survives, then every group of
 /// sibling objects with one key set lists it in one order.
 pub(super) fn exact(doc: &Doc<'_>) -> Result<(), Reason> {
-    let values = || doc.root.iter().chain(&doc.nodes);
     let lossy = |v: &Node<'_>| matches!(v, Node::Num(raw) if number::canonical(raw).is_none());
-    if values().any(lossy) || doc.members.iter().any(|m| lossy(&m.value)) {
+    let root = doc.root.as_ref();
+    if root.is_some_and(lossy)
+        || doc.nodes.iter().any(lossy)
+        || doc.members.iter().any(|m| lossy(&m.value))
+    {
         return Err(Reason::LossyNumber);
     }
     // Every container appears once among all values; its children are
@@ -149,7 +152,10 @@ pub(super) fn exact(doc: &Doc<'_>) -> Result<(), Reason> {
         }
         _ => true,
     };
-    if !values().all(uniform) || !doc.members.iter().all(|m| uniform(&m.value)) {
+    if !root.is_none_or(uniform)
+        || !doc.nodes.iter().all(uniform)
+        || !doc.members.iter().all(|m| uniform(&m.value))
+    {
         return Err(Reason::KeyOrder);
     }
     Ok(())

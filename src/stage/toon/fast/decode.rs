@@ -212,7 +212,9 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
             return None;
         }
-        let len: usize = n.parse().ok()?;
+        let len = n.bytes().try_fold(0usize, |acc, d| {
+            acc.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+        })?;
         let keyed = match rest.strip_prefix(':') {
             Some(r) => {
                 rest = r;
@@ -268,19 +270,16 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
     /// The value a header announces, with its rows when it has any.
     fn announced(&mut self, header: Header<'t>, depth: usize, expected: &Node<'j>) -> Option<()> {
         match (header.fields, header.keyed) {
-            (Some(fields), true) => {
+            (Some(fields), keyed) => {
                 if !header.after.is_empty() {
                     return None;
                 }
-                let entries = self.object_of(expected)?;
-                self.keyed_rows(header.len, &fields, depth + 1, entries)
-            }
-            (Some(fields), false) => {
-                if !header.after.is_empty() {
-                    return None;
-                }
-                let rows = self.items_of(expected)?;
-                self.tabular_rows(header.len, &fields, depth + 1, rows)
+                let (rows, entries) = if keyed {
+                    (&[][..], Some(self.object_of(expected)?))
+                } else {
+                    (self.items_of(expected)?, None)
+                };
+                self.rows(header.len, &fields, depth + 1, rows, entries)
             }
             (None, true) => None,
             (None, false) => {
@@ -305,68 +304,45 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         }
     }
 
-    /// Exactly `n` rows at `depth`, one per expected row, then nothing
-    /// deeper than the header.
-    fn tabular_rows(
+    /// Exactly `n` rows at `depth`, then nothing deeper than the header:
+    /// tabular rows (§9.3), one per item of `rows`, or keyed entry rows
+    /// `key: cells` (§9.5), one per member of `entries`.
+    fn rows(
         &mut self,
         n: usize,
         fields: &[Field<'t>],
         depth: usize,
         rows: &'d [Node<'j>],
+        entries: Option<&'d [Member<'j>]>,
     ) -> Option<()> {
-        if rows.len() != n {
+        if entries.map_or(rows.len(), <[_]>::len) != n {
             return None;
         }
         let leaves = leaf_count(fields);
         let mut tokens = std::mem::take(&mut self.tokens);
-        for row in rows {
+        for i in 0..n {
             let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
-            let content = line.content;
+            let mut content = line.content;
             self.pos += 1;
+            let expected = match entries {
+                Some(entries) => {
+                    let entry = entries.get(i)?;
+                    let (key, rest) = key_token(content)?;
+                    if !key_eq(&key, &entry.key) {
+                        return None;
+                    }
+                    content = rest.strip_prefix(": ")?;
+                    &entry.value
+                }
+                None => rows.get(i)?,
+            };
             tokens.clear();
             tokens_of(content, self.delim, &mut tokens)?;
             if tokens.len() != leaves {
                 return None;
             }
             let mut cells = tokens.iter().copied();
-            self.row_is(fields, &mut cells, self.object_of(row)?, 0)?;
-        }
-        self.tokens = tokens;
-        if self.peek_depth().is_some_and(|d| d >= depth) {
-            return None;
-        }
-        Some(())
-    }
-
-    /// Exactly `n` entry rows `key: cells` at `depth` (§9.5), one per
-    /// expected entry.
-    fn keyed_rows(
-        &mut self,
-        n: usize,
-        fields: &[Field<'t>],
-        depth: usize,
-        entries: &'d [Member<'j>],
-    ) -> Option<()> {
-        if entries.len() != n {
-            return None;
-        }
-        let leaves = leaf_count(fields);
-        let mut tokens = std::mem::take(&mut self.tokens);
-        for entry in entries {
-            let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
-            let content = line.content;
-            self.pos += 1;
-            let (key, rest) = key_token(content)?;
-            if !key_eq(&key, &entry.key) {
-                return None;
-            }
-            tokens.clear();
-            tokens_of(rest.strip_prefix(": ")?, self.delim, &mut tokens)?;
-            if tokens.len() != leaves {
-                return None;
-            }
-            let mut cells = tokens.iter().copied();
-            self.row_is(fields, &mut cells, self.object_of(&entry.value)?, 0)?;
+            self.row_is(fields, &mut cells, self.object_of(expected)?, 0)?;
         }
         self.tokens = tokens;
         if self.peek_depth().is_some_and(|d| d >= depth) {

@@ -33,6 +33,9 @@ struct Field<'d> {
     children: Option<Vec<Field<'d>>>,
 }
 
+/// A keyed table's entry objects and header fields.
+type KeyedTable<'e, 'a> = (Vec<&'e [Member<'a>]>, Vec<Field<'e>>);
+
 /// The TOON text for the document, or `None` when it needs a form this
 /// module does not write (or the encoder would refuse it).
 pub(super) fn emit(doc: &Doc<'_>, options: &EncodeOptions) -> Option<String> {
@@ -57,7 +60,7 @@ pub(super) fn emit(doc: &Doc<'_>, options: &EncodeOptions) -> Option<String> {
         Node::Obj { .. } => {
             let members = doc.object(root)?;
             match e.keyed_fields(members) {
-                Some(fields) => e.keyed(None, members, &fields, 0)?,
+                Some((entries, fields)) => e.table(None, &entries, &fields, Some(members), 0)?,
                 None => e.fields(members, 0)?,
             }
         }
@@ -168,8 +171,8 @@ impl<'e, 'a> Emitter<'e, 'a> {
             Node::Arr { .. } => self.array(Some(key), self.doc.items(value), depth),
             Node::Obj { .. } => {
                 let members = self.doc.object(value)?;
-                if let Some(fields) = self.keyed_fields(members) {
-                    return self.keyed(Some(key), members, &fields, depth);
+                if let Some((entries, fields)) = self.keyed_fields(members) {
+                    return self.table(Some(key), &entries, &fields, Some(members), depth);
                 }
                 self.line(depth);
                 self.key(key);
@@ -210,34 +213,34 @@ impl<'e, 'a> Emitter<'e, 'a> {
             self.out.push(' ');
             return self.cells(items);
         }
-        let rows: Option<Vec<&'e [Member<'a>]>> =
-            items.iter().map(|v| self.doc.object(v)).collect();
-        let rows = rows?;
-        let fields = self.extract_fields(&rows, 0)?;
-        self.line(depth);
-        self.header(rows.len(), key, Some(&fields), false);
-        for row in rows {
-            self.line(depth + 1);
-            self.row(row, &fields)?;
+        let mut rows = Vec::with_capacity(items.len());
+        for v in items {
+            rows.push(self.doc.object(v)?);
         }
-        Some(())
+        let fields = self.extract_fields(&rows, 0)?;
+        self.table(key, &rows, &fields, None, depth)
     }
 
-    /// Keyed tabular objects (§9.5): header, then `entry: cells` lines.
-    fn keyed(
+    /// A header and one line of cells per row: tabular arrays (§9.3), or
+    /// keyed tabular objects (§9.5) whose lines start `entry: ` with the
+    /// keys of `entries`.
+    fn table(
         &mut self,
         key: Option<&str>,
-        members: &'e [Member<'a>],
+        rows: &[&'e [Member<'a>]],
         fields: &[Field<'_>],
+        entries: Option<&[Member<'_>]>,
         depth: usize,
     ) -> Option<()> {
         self.line(depth);
-        self.header(members.len(), key, Some(fields), true);
-        for m in members {
+        self.header(rows.len(), key, Some(fields), entries.is_some());
+        for (i, row) in rows.iter().enumerate() {
             self.line(depth + 1);
-            self.key(&m.key);
-            self.out.push_str(": ");
-            self.row(self.doc.object(&m.value)?, fields)?;
+            if let Some(entries) = entries {
+                self.key(&entries.get(i)?.key);
+                self.out.push_str(": ");
+            }
+            self.row(row, fields)?;
         }
         Some(())
     }
@@ -285,19 +288,18 @@ impl<'e, 'a> Emitter<'e, 'a> {
     }
 
     /// `extract_keyed_tabular_fields`: at least two entries, each a
-    /// non-empty object, with uniform columns.
-    fn keyed_fields(&self, members: &'e [Member<'a>]) -> Option<Vec<Field<'e>>> {
+    /// non-empty object, with uniform columns; the entries' objects and
+    /// the fields.
+    fn keyed_fields(&self, members: &'e [Member<'a>]) -> Option<KeyedTable<'e, 'a>> {
         if members.len() < 2 {
             return None;
         }
-        let entries: Option<Vec<&'e [Member<'a>]>> = members
-            .iter()
-            .map(|m| {
-                let o = self.doc.object(&m.value)?;
-                (!o.is_empty()).then_some(o)
-            })
-            .collect();
-        self.extract_fields(&entries?, 0)
+        let mut entries = Vec::with_capacity(members.len());
+        for m in members {
+            entries.push(self.doc.object(&m.value).filter(|o| !o.is_empty())?);
+        }
+        let fields = self.extract_fields(&entries, 0)?;
+        Some((entries, fields))
     }
 
     /// `extract_fields_from_objects`: the first object's keys, present in
@@ -323,9 +325,11 @@ impl<'e, 'a> Emitter<'e, 'a> {
         }
         let mut fields = Vec::with_capacity(first.len());
         for (j, m) in first.iter().enumerate() {
-            let values: Option<Vec<&'e Node<'a>>> =
-                objects.iter().map(|o| get(o, &m.key, j)).collect();
-            fields.push(self.classify_column(&m.key, &values?, depth)?);
+            let mut values = Vec::with_capacity(objects.len());
+            for o in objects {
+                values.push(get(o, &m.key, j)?);
+            }
+            fields.push(self.classify_column(&m.key, &values, depth)?);
         }
         Some(fields)
     }
@@ -347,11 +351,11 @@ impl<'e, 'a> Emitter<'e, 'a> {
         if depth >= MAX_DEPTH {
             return None;
         }
-        let objects: Option<Vec<&'e [Member<'a>]>> = values
-            .iter()
-            .map(|v| self.doc.object(v).filter(|o| !o.is_empty()))
-            .collect();
-        let children = self.extract_fields(&objects?, depth + 1)?;
+        let mut objects = Vec::with_capacity(values.len());
+        for v in values {
+            objects.push(self.doc.object(v).filter(|o| !o.is_empty())?);
+        }
+        let children = self.extract_fields(&objects, depth + 1)?;
         Some(Field {
             name,
             children: Some(children),
@@ -418,14 +422,9 @@ const fn special_bytes(delim: u8) -> [bool; 256] {
     table
 }
 
-/// `true`, `false`, `null`, compared without a library call.
-#[inline]
+/// `true`, `false`, `null` (§7.2: literal-like).
 pub(super) fn is_keyword(s: &str) -> bool {
-    match s.len() {
-        4 => s == "true" || s == "null",
-        5 => s == "false",
-        _ => false,
-    }
+    matches!(s, "true" | "false" | "null")
 }
 
 /// `quote_string` (§7.1), written in place: a string with nothing to

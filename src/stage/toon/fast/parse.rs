@@ -8,8 +8,8 @@
 //! `serde_json::Value` keeps one of them; the generic path refuses the
 //! block, counted as such).
 
+use indexmap::IndexMap;
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use super::tree::{key_eq, Doc, Member, Node};
 
@@ -33,12 +33,21 @@ const fn string_stop() -> [bool; 256] {
     table
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
+/// "none is": the classic has-zero-byte and has-less-than tests).
+fn may_stop(word: u64) -> bool {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    quote | backslash | control != 0
+}
+
 /// How many distinct key lists the duplicate check remembers.
 const RECENT: usize = 8;
-
-/// Objects with more members than this are checked for duplicate keys
-/// through a hash set instead of pairwise.
-const PAIRWISE_DUP_CHECK: usize = 16;
 
 /// Parses exactly one JSON value surrounded by optional whitespace.
 pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
@@ -160,14 +169,24 @@ impl<'a> Parser<'a> {
             .unwrap_or(rest.len());
     }
 
-    /// Moves to the next quote, backslash or control character.
+    /// Moves to the next quote, backslash or control character: eight
+    /// bytes at a time while none is in sight, then byte by byte.
     fn skip_to_special(&mut self) -> Option<u8> {
         let rest = self.bytes.get(self.pos..)?;
-        let n = rest
+        let mut skipped = 0;
+        for chunk in rest.chunks_exact(8) {
+            let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).ok()?);
+            if may_stop(word) {
+                break;
+            }
+            skipped += 8;
+        }
+        let tail = rest.get(skipped..)?;
+        let n = tail
             .iter()
             .position(|&b| STRING_STOP.get(usize::from(b)).copied().unwrap_or(true))?;
-        self.pos += n;
-        rest.get(n).copied()
+        self.pos += skipped + n;
+        tail.get(n).copied()
     }
 
     /// A string literal (RFC 8259 §7), the opening quote at `pos`.
@@ -343,15 +362,14 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Runs only for the first object with a given key list (see `recent`),
+/// so a hash map costs nothing noticeable; it is the map type the
+/// classifier already uses, so the module carries no second hash table.
 fn has_duplicates(members: &[Member<'_>]) -> bool {
-    if members.len() <= PAIRWISE_DUP_CHECK {
-        members.iter().enumerate().any(|(i, m)| {
-            members
-                .get(i + 1..)
-                .is_some_and(|rest| rest.iter().any(|o| o.key == m.key))
-        })
-    } else {
-        let mut seen = HashSet::with_capacity(members.len());
-        !members.iter().all(|m| seen.insert(m.key.as_ref()))
-    }
+    let mut seen: IndexMap<&str, u64> = IndexMap::with_capacity(members.len());
+    members.iter().any(|m| {
+        let count = seen.entry(m.key.as_ref()).or_insert(0);
+        *count += 1;
+        *count > 1
+    })
 }

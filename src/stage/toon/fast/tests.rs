@@ -624,7 +624,7 @@ fn encoder_matches_toon_format_on_generated_documents() {
         g.rng.next_u64();
     }
     let options = all_options();
-    let total = 20_000;
+    let total = 10_000;
     let (mut written, mut decoded, mut refused) = (0usize, 0usize, 0usize);
     for i in 0..total {
         let doc = g.document();

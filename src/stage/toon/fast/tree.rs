@@ -87,14 +87,12 @@ impl<'a> Doc<'a> {
 /// Key equality, cheapest first: the parser makes the keys of rows that
 /// repeat a key list share one slice, so most comparisons end at the
 /// pointer.
-#[inline]
 pub(super) fn key_eq(a: &str, b: &str) -> bool {
     a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || short_eq(a, b))
 }
 
 /// Byte equality without a library call for the short strings keys and
 /// cells usually are.
-#[inline]
 pub(super) fn short_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
