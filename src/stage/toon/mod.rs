@@ -1,6 +1,11 @@
 //! The TOON stage: re-encode a JSON text block as TOON (spec v4) when, and
 //! only when, the complete emission is smaller and decodes back to the same
 //! value.
+//!
+//! Two paths give the same answers: [`fast`] (a borrowed parse, toon-format's
+//! forms written directly, verified by a strict decoder in one pass) runs
+//! first; [`encode_generic`] (`serde_json::Value` through toon-format's own
+//! encoder and decoder) decides whatever the fast path leaves to it.
 
 mod classify;
 pub mod fast;

@@ -5,8 +5,6 @@
 //! that list their keys in one order are handled by position, and the
 //! exactness checks are flat scans of the arenas instead of a tree walk.
 
-use indexmap::IndexMap;
-
 use super::number;
 use super::tree::{get, key_eq, Doc, Member, Node};
 use crate::outcome::Reason;
@@ -16,9 +14,12 @@ use crate::outcome::Reason;
 const MAX_GROUP_DEPTH: usize = 8;
 
 /// [`super::super::classify`]: a table, or a paged envelope around one.
-pub(super) fn classify(doc: &Doc<'_>, min_rows: usize, key_presence_pct: u64) -> bool {
+/// `None` for a table whose rows do not all list one key sequence: the
+/// generic classifier weighs those (key presence), and TOON writes them in
+/// list form, which the fast encoder leaves to the generic one anyway.
+pub(super) fn classify(doc: &Doc<'_>, min_rows: usize, key_presence_pct: u64) -> Option<bool> {
     let Some(root) = &doc.root else {
-        return false;
+        return Some(false);
     };
     match root {
         Node::Arr { .. } => table(doc, doc.items(root), min_rows, key_presence_pct),
@@ -28,57 +29,40 @@ pub(super) fn classify(doc: &Doc<'_>, min_rows: usize, key_presence_pct: u64) ->
                 .iter()
                 .filter(|m| matches!(m.value, Node::Arr { .. }));
             let (Some(rows), None) = (arrays.next(), arrays.next()) else {
-                return false;
+                return Some(false);
             };
             if members.iter().any(|m| matches!(m.value, Node::Obj { .. })) {
-                return false;
+                return Some(false);
             }
             table(doc, doc.items(&rows.value), min_rows, key_presence_pct)
         }
-        _ => false,
+        _ => Some(false),
     }
 }
 
-fn table(doc: &Doc<'_>, rows: &[Node<'_>], min_rows: usize, key_presence_pct: u64) -> bool {
+fn table(doc: &Doc<'_>, rows: &[Node<'_>], min_rows: usize, key_presence_pct: u64) -> Option<bool> {
     if rows.len() < min_rows || rows.is_empty() {
-        return false;
+        return Some(false);
     }
     let mut objects: Vec<&[Member<'_>]> = Vec::with_capacity(rows.len());
     for row in rows {
         match doc.object(row) {
             Some(o) if !o.is_empty() => objects.push(o),
-            _ => return false,
+            _ => return Some(false),
         }
     }
-    let n = objects.len() as u64;
-    let present = |count: u64| count * 100 >= key_presence_pct * n;
-    if let Some(first) = one_key_order(&objects) {
-        // Every row has every key.
-        if !present(n) {
-            return false;
-        }
-        return (0..first.len()).all(|j| {
-            let cells: Vec<&Node<'_>> = objects
-                .iter()
-                .filter_map(|o| o.get(j).map(|m| &m.value))
-                .collect();
-            column(doc, &cells, 0)
-        });
+    let first = one_key_order(&objects)?;
+    // Every row has every key: each key's presence is 100 %.
+    if key_presence_pct > 100 {
+        return Some(false);
     }
-    // Union of keys in first-seen order, with how many rows carry each.
-    let mut presence: IndexMap<&str, u64> = IndexMap::new();
-    for o in &objects {
-        for m in *o {
-            *presence.entry(m.key.as_ref()).or_insert(0) += 1;
-        }
-    }
-    if !presence.values().all(|&c| present(c)) {
-        return false;
-    }
-    presence.keys().enumerate().all(|(j, key)| {
-        let cells: Vec<&Node<'_>> = objects.iter().filter_map(|o| get(o, key, j)).collect();
+    Some((0..first.len()).all(|j| {
+        let cells: Vec<&Node<'_>> = objects
+            .iter()
+            .filter_map(|o| o.get(j).map(|m| &m.value))
+            .collect();
         column(doc, &cells, 0)
-    })
+    }))
 }
 
 /// The first object's members when every object lists the same keys in

@@ -84,14 +84,12 @@ pub(super) fn decodes_to(text: &str, options: &EncodeOptions, json: &Doc<'_>) ->
 }
 
 /// Splits the text into lines with their depth (§12, strict): spaces only,
-/// in whole indent units; no blank, comment, CR or trailing-space lines, no
-/// byte-order mark.
+/// in whole indent units; no blank, comment, CR or trailing-space lines. (A
+/// leading byte-order mark, which decoders drop, starts no key, header or
+/// bare token this decoder accepts, so it is refused too.)
 fn lines(text: &str, indent: usize) -> Option<Vec<Line<'_>>> {
     if text.is_empty() {
         return Some(Vec::new());
-    }
-    if text.starts_with('\u{FEFF}') {
-        return None;
     }
     let mut out = Vec::with_capacity(text.len() / 32 + 1);
     for raw in text.split('\n') {

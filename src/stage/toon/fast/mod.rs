@@ -9,10 +9,20 @@
 //!      ─► verify: decode the emitted text, comparing as it goes
 //! ```
 //!
+//! `verify: true` keeps its meaning: the emitted text is decoded on its own
+//! terms (`decode.rs`, strict, sharing no state with the emitter) and must
+//! read back as exactly the parsed JSON value, or the block goes to the
+//! generic path, whose verification is `toon_format::decode`.
+//!
+//! In adaptive mode the blocks that pass the classifier take only two
+//! forms — a root tabular array, or an object of primitive fields and one
+//! tabular array — and both are written here; always mode meets the rest.
+//!
 //! Every step either gives the generic path's answer or says
-//! [`Fast::Fallback`], and then the generic path runs from the start. It
+//! `Fast::Fallback`, and then the generic path runs from the start. It
 //! falls back on: text its parser leaves to serde_json (invalid JSON, lone
-//! surrogate escapes, nesting past 100, duplicate keys), shapes whose TOON
+//! surrogate escapes, nesting past 100, duplicate keys), tables whose rows
+//! do not share one key sequence (in adaptive mode), shapes whose TOON
 //! needs list items (arrays of arrays, non-uniform arrays of objects) or a
 //! root primitive, and any emission its own decoder does not read back as
 //! the same value. The differential tests hold both paths to identical
@@ -50,8 +60,12 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
         return Fast::Fallback;
     };
     let adaptive = s.mode == Mode::Adaptive;
-    if adaptive && !check::classify(&doc, s.min_rows, s.key_presence_pct) {
-        return Fast::Done(Err(Reason::NotTabular));
+    if adaptive {
+        match check::classify(&doc, s.min_rows, s.key_presence_pct) {
+            Some(true) => {}
+            Some(false) => return Fast::Done(Err(Reason::NotTabular)),
+            None => return Fast::Fallback,
+        }
     }
     if let Err(reason) = check::exact(&doc) {
         return Fast::Done(Err(reason));
@@ -75,17 +89,24 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     Fast::Done(Ok(emission))
 }
 
-/// [`literal_len`] (the emission's size as a JSON string literal), counted
-/// over the few bytes that need escapes instead of summed over all of them.
+/// `stage::literal_len` (the emission's size as a JSON string literal):
+/// eight bytes at a time, looking closer only at words that may hold a
+/// byte JSON escapes.
 fn wire_size(s: &str) -> usize {
-    let escapes: usize = s
-        .bytes()
-        .filter(|&b| b < 0x20 || b == b'"' || b == b'\\')
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-            _ => 5,
-        })
-        .sum();
+    let extra = |b: &u8| match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    };
+    let mut chunks = s.as_bytes().chunks_exact(8);
+    let mut escapes: usize = 0;
+    for chunk in &mut chunks {
+        let word = <[u8; 8]>::try_from(chunk).map_or(u64::MAX, u64::from_le_bytes);
+        if parse::may_stop(word) {
+            escapes += chunk.iter().map(extra).sum::<usize>();
+        }
+    }
+    escapes += chunks.remainder().iter().map(extra).sum::<usize>();
     2 + s.len() + escapes
 }
 

@@ -38,7 +38,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
 /// "none is": the classic has-zero-byte and has-less-than tests).
-fn may_stop(word: u64) -> bool {
+pub(super) fn may_stop(word: u64) -> bool {
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
     let quote = zero(word ^ (ONES * u64::from(b'"')));
     let backslash = zero(word ^ (ONES * u64::from(b'\\')));
@@ -261,6 +261,20 @@ impl<'a> Parser<'a> {
         Some(v)
     }
 
+    /// The key of member `index` when the text at `pos` is exactly that
+    /// key's string literal. Only borrowed keys qualify: they hold no
+    /// escape, quote or control character, so equal bytes between quotes
+    /// are the same string.
+    fn key_ahead(&self, index: usize) -> Option<&'a str> {
+        let Cow::Borrowed(key) = self.doc.members.get(index)?.key else {
+            return None;
+        };
+        let start = self.pos + 1;
+        let end = start + key.len();
+        (self.bytes.get(start..end)? == key.as_bytes() && self.bytes.get(end) == Some(&b'"'))
+            .then_some(key)
+    }
+
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
         (self.depth <= MAX_NESTING).then_some(())
@@ -298,6 +312,11 @@ impl<'a> Parser<'a> {
         self.enter()?;
         self.pos += 1;
         let mark = self.member_scratch.len();
+        // A known key list this object's keys follow so far, and how many
+        // did: a table's rows repeat one, so most keys are confirmed by one
+        // comparison with the text instead of being scanned.
+        let mut guide: Option<(usize, usize)> = None;
+        let mut followed = 0;
         self.skip_ws();
         if self.eat(b'}').is_none() {
             loop {
@@ -305,7 +324,25 @@ impl<'a> Parser<'a> {
                 if self.peek()? != b'"' {
                     return None;
                 }
-                let key = self.string()?;
+                let i = self.member_scratch.len() - mark;
+                if i == 0 {
+                    guide = self
+                        .recent
+                        .iter()
+                        .copied()
+                        .find(|&(s, l)| l > 0 && self.key_ahead(s).is_some());
+                }
+                let predicted = guide
+                    .filter(|&(_, l)| i < l && followed == i)
+                    .and_then(|(s, _)| self.key_ahead(s + i));
+                let key = match predicted {
+                    Some(k) => {
+                        self.pos += k.len() + 2;
+                        followed += 1;
+                        Cow::Borrowed(k)
+                    }
+                    None => self.string()?,
+                };
                 self.skip_ws();
                 self.eat(b':')?;
                 self.skip_ws();
@@ -326,7 +363,8 @@ impl<'a> Parser<'a> {
         let fresh = self.member_scratch.get(mark..)?;
         let start = self.doc.members.len();
         let len = fresh.len();
-        if len > 0 {
+        let all_followed = followed == len && guide.is_some_and(|(_, l)| l == len);
+        if len > 0 && !all_followed {
             let known = self.recent.iter().find_map(|&(s, l)| {
                 if l != len {
                     return None;

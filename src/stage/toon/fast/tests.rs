@@ -146,6 +146,7 @@ fn decoder_refuses_what_it_does_not_read_as_written() {
         "a: -x\nn: 1.5",
         "a: x:y\nn: 1.5",
         "- a: x",
+        "\u{feff}a: x\nn: 1.5",
     ] {
         assert_eq!(verifies(json, bad, &d), Some(false), "{bad:?}");
     }
@@ -572,7 +573,7 @@ fn encode_matches_generic_path_on_generated_documents() {
         fast_err * 100 >= total * 30,
         "fast path refused only {fast_err}"
     );
-    assert!(fallback * 100 <= total * 15, "{fallback} fallbacks");
+    assert!(fallback * 100 <= total * 25, "{fallback} fallbacks");
 }
 
 /// One stream of documents through both paths: counts of fast emissions,
