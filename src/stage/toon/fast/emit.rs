@@ -13,7 +13,10 @@
 //! `None` and the caller uses the generic encoder. Strings, keys and
 //! numbers go through toon-format's own public helpers (`needs_quoting`,
 //! `quote_string`, `is_valid_unquoted_key`, `format_canonical_number`), so
-//! the quoting and number rules cannot drift from the encoder's.
+//! the quoting and number rules cannot drift from the encoder's. Where a
+//! one-pass shortcut answers first ([`needs_quotes`], `push_quoted`,
+//! `number::canonical`), it answers only what the rule it stands for makes
+//! certain, defers to the helper otherwise, and is tested against it.
 
 use std::fmt::Write as _;
 
