@@ -1,8 +1,14 @@
 //! The TOON stage: re-encode a JSON text block as TOON (spec v4) when, and
 //! only when, the complete emission is smaller and decodes back to the same
 //! value.
+//!
+//! Two paths give the same answers: [`fast`] (a borrowed parse, toon-format's
+//! forms written directly, verified by a strict decoder in one pass) runs
+//! first; [`encode_generic`] (`serde_json::Value` through toon-format's own
+//! encoder and decoder) decides whatever the fast path leaves to it.
 
 mod classify;
+pub mod fast;
 
 pub use classify::{classify, NotTable};
 
@@ -22,6 +28,25 @@ use crate::stage::literal_len;
 /// `literal_len` is the size of the block's JSON string literal on the wire;
 /// adaptive mode never lets that grow either.
 pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
+    if s.mode == Mode::Off {
+        return Err(Reason::ModeOff);
+    }
+    if marker::is_encoded(text) {
+        return Err(Reason::AlreadyEncoded);
+    }
+    if s.mode == Mode::Adaptive && text.len() < s.min_bytes {
+        return Err(Reason::BelowMinBytes);
+    }
+    match fast::encode(text, wire_len, s) {
+        fast::Fast::Done(result) => result,
+        fast::Fast::Fallback => encode_generic(text, wire_len, s),
+    }
+}
+
+/// The generic path: [`encode`] through `serde_json::Value` and
+/// toon-format's own encoder and decoder. The fast path falls back to it,
+/// and the differential tests and benchmarks hold the two side by side.
+pub fn encode_generic(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
     }

@@ -1,0 +1,538 @@
+//! A strict TOON decoder for the forms [`super::emit`] writes, that reads
+//! the text against the parsed JSON tree: every value it decodes is compared
+//! on the spot with the JSON value in the same place, so verification costs
+//! one pass and no second tree.
+//!
+//! It reads the text on its own terms: lines and indentation (§12),
+//! headers `key[N<:?><delim?>]{fields}:` with nested field groups (§6, §9.3,
+//! §9.4), tabular rows and keyed entry rows counted against `N` (§9.3, §9.5,
+//! §14), inline arrays, `key: []`, `key:` over a nested object or an empty
+//! one (§8), and primitive tokens (§4, §7). The JSON tree only says what
+//! each decoded value must equal — same type, same key in the same place,
+//! same count, numbers equal as exact decimals, strings equal — and that
+//! nothing is left over on either side. Anything outside those forms is
+//! refused rather than guessed at (list items, comments, blank lines, tabs
+//! or odd indentation, a delimiter other than the configured one), and so is
+//! every token a conforming encoder would not write bare: an unquoted token
+//! `needs_quoting` flags (it could read differently elsewhere), a number
+//! that is not canonical (`-0`, `1.50`, `1e5`), or one toon-format's decoder
+//! would not read as exactly itself (an `f64` reading that is not the
+//! literal). A refusal makes the caller fall back to the generic path,
+//! whose `toon_format::decode` has the final word.
+//!
+//! Duplicate keys (§14) need no separate check: keys are matched in order
+//! against a JSON object that has none.
+
+use std::borrow::Cow;
+
+use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
+use toon_format::utils::{format_canonical_number, unescape_string};
+
+use super::emit::{is_keyword, needs_quotes};
+use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node};
+
+/// Field groups nested deeper than toon-format's own bound are refused.
+const MAX_DEPTH: usize = 256;
+
+struct Line<'t> {
+    depth: usize,
+    content: &'t str,
+}
+
+/// A header field: a leaf, or a nested group.
+struct Field<'t> {
+    name: Cow<'t, str>,
+    children: Option<Vec<Field<'t>>>,
+}
+
+fn leaf_count(fields: &[Field<'_>]) -> usize {
+    fields
+        .iter()
+        .map(|f| f.children.as_deref().map_or(1, leaf_count))
+        .sum()
+}
+
+/// A parsed header: the text after its colon, and what it declares.
+struct Header<'t> {
+    len: usize,
+    keyed: bool,
+    fields: Option<Vec<Field<'t>>>,
+    after: &'t str,
+}
+
+/// True when `text` decodes, in the forms described above, to the root of
+/// `json`.
+pub(super) fn decodes_to(text: &str, options: &EncodeOptions, json: &Doc<'_>) -> bool {
+    let Indent::Spaces(indent) = options.indent;
+    let (Some(root), Ok(delim)) = (&json.root, u8::try_from(options.delimiter.as_char())) else {
+        return false;
+    };
+    if indent == 0 {
+        return false;
+    }
+    let Some(lines) = lines(text, indent) else {
+        return false;
+    };
+    let mut d = Decoder {
+        lines,
+        pos: 0,
+        delim,
+        json,
+        tokens: Vec::new(),
+    };
+    d.document(root).is_some() && d.pos == d.lines.len()
+}
+
+/// Splits the text into lines with their depth (§12, strict): spaces only,
+/// in whole indent units; no blank, comment, CR or trailing-space lines. (A
+/// leading byte-order mark, which decoders drop, starts no key, header or
+/// bare token this decoder accepts, so it is refused too.)
+fn lines(text: &str, indent: usize) -> Option<Vec<Line<'_>>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let mut out = Vec::with_capacity(text.len() / 32 + 1);
+    for raw in text.split('\n') {
+        let spaces = raw.bytes().take_while(|&b| b == b' ').count();
+        let content = raw.get(spaces..)?;
+        let first = *content.as_bytes().first()?;
+        let last = *content.as_bytes().last()?;
+        if matches!(first, b'\t' | b'#') || matches!(last, b' ' | b'\t' | b'\r') {
+            return None;
+        }
+        if spaces % indent != 0 {
+            return None;
+        }
+        out.push(Line {
+            depth: spaces / indent,
+            content,
+        });
+    }
+    Some(out)
+}
+
+struct Decoder<'t, 'd, 'j> {
+    lines: Vec<Line<'t>>,
+    pos: usize,
+    delim: u8,
+    json: &'d Doc<'j>,
+    /// One row's cell tokens, reused from row to row.
+    tokens: Vec<&'t str>,
+}
+
+impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
+    fn peek_depth(&self) -> Option<usize> {
+        self.lines.get(self.pos).map(|l| l.depth)
+    }
+
+    fn object_of(&self, v: &Node<'j>) -> Option<&'d [Member<'j>]> {
+        self.json.object(v)
+    }
+
+    fn items_of(&self, v: &Node<'j>) -> Option<&'d [Node<'j>]> {
+        matches!(v, Node::Arr { .. }).then(|| self.json.items(v))
+    }
+
+    /// §5: `[]`, a keyless header, or the root object's fields.
+    fn document(&mut self, expected: &Node<'j>) -> Option<()> {
+        let Some(first) = self.lines.first() else {
+            return self.object_of(expected)?.is_empty().then_some(());
+        };
+        let (depth, content) = (first.depth, first.content);
+        if depth != 0 {
+            return None;
+        }
+        if content == "[]" {
+            self.pos = 1;
+            return self.items_of(expected)?.is_empty().then_some(());
+        }
+        if content.starts_with('[') {
+            self.pos = 1;
+            let header = self.header(content)?;
+            return self.announced(header, 0, expected);
+        }
+        self.object(0, self.object_of(expected)?)
+    }
+
+    /// The fields of an object whose lines sit at `depth` (§8), one per
+    /// expected member, in order, and no more.
+    fn object(&mut self, depth: usize, members: &'d [Member<'j>]) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut expected = members.iter();
+        while let Some(line) = self.lines.get(self.pos) {
+            if line.depth < depth {
+                break;
+            }
+            if line.depth > depth {
+                return None;
+            }
+            let content = line.content;
+            self.pos += 1;
+            self.field(content, depth, expected.next()?)?;
+        }
+        expected.next().is_none().then_some(())
+    }
+
+    /// One field line and whatever lines belong to it.
+    fn field(&mut self, content: &'t str, depth: usize, member: &'d Member<'j>) -> Option<()> {
+        let (key, rest) = key_token(content)?;
+        if !key_eq(&key, &member.key) {
+            return None;
+        }
+        let expected = &member.value;
+        if rest.starts_with('[') {
+            let header = self.header(rest)?;
+            return self.announced(header, depth, expected);
+        }
+        if rest == ":" {
+            // A nested object (§8), or an empty one when nothing deeper
+            // follows.
+            let members = self.object_of(expected)?;
+            return match self.peek_depth() {
+                Some(d) if d == depth + 1 => self.object(depth + 1, members),
+                Some(d) if d > depth + 1 => None,
+                _ => members.is_empty().then_some(()),
+            };
+        }
+        if rest == ": []" {
+            return self.items_of(expected)?.is_empty().then_some(());
+        }
+        primitive_is(rest.strip_prefix(": ")?, self.delim, expected)
+    }
+
+    /// `[N<:?><delim?>]{fields}:` (§6), `text` starting at the bracket.
+    fn header(&self, text: &'t str) -> Option<Header<'t>> {
+        let rest = text.strip_prefix('[')?;
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (n, mut rest) = rest.split_at_checked(digits)?;
+        if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
+            return None;
+        }
+        let len = n.bytes().try_fold(0usize, |acc, d| {
+            acc.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+        })?;
+        let keyed = match rest.strip_prefix(':') {
+            Some(r) => {
+                rest = r;
+                true
+            }
+            None => false,
+        };
+        if self.delim != b',' {
+            rest = rest.strip_prefix(char::from(self.delim))?;
+        }
+        rest = rest.strip_prefix(']')?;
+        let fields = match rest.strip_prefix('{') {
+            Some(r) => {
+                let (fields, r) = self.field_list(r, 0)?;
+                rest = r;
+                Some(fields)
+            }
+            None => None,
+        };
+        let after = rest.strip_prefix(':')?;
+        Some(Header {
+            len,
+            keyed,
+            fields,
+            after,
+        })
+    }
+
+    /// A field list after its `{`, through the matching `}` (§6, §9.4).
+    fn field_list(&self, mut text: &'t str, depth: usize) -> Option<(Vec<Field<'t>>, &'t str)> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let mut fields = Vec::new();
+        loop {
+            let (name, rest) = name_token(text)?;
+            let (children, rest) = match rest.strip_prefix('{') {
+                Some(r) => {
+                    let (c, r) = self.field_list(r, depth + 1)?;
+                    (Some(c), r)
+                }
+                None => (None, rest),
+            };
+            fields.push(Field { name, children });
+            if let Some(r) = rest.strip_prefix(char::from(self.delim)) {
+                text = r;
+            } else {
+                return Some((fields, rest.strip_prefix('}')?));
+            }
+        }
+    }
+
+    /// The value a header announces, with its rows when it has any.
+    fn announced(&mut self, header: Header<'t>, depth: usize, expected: &Node<'j>) -> Option<()> {
+        match (header.fields, header.keyed) {
+            (Some(fields), keyed) => {
+                if !header.after.is_empty() {
+                    return None;
+                }
+                let (rows, entries) = if keyed {
+                    (&[][..], Some(self.object_of(expected)?))
+                } else {
+                    (self.items_of(expected)?, None)
+                };
+                self.rows(header.len, &fields, depth + 1, rows, entries)
+            }
+            (None, true) => None,
+            (None, false) => {
+                // An inline primitive array (the encoder writes `key: []`
+                // for an empty one).
+                let items = self.items_of(expected)?;
+                if header.len == 0 || items.len() != header.len {
+                    return None;
+                }
+                let values = header.after.strip_prefix(' ')?;
+                let mut tokens = std::mem::take(&mut self.tokens);
+                tokens.clear();
+                tokens_of(values, self.delim, &mut tokens)?;
+                let ok = tokens.len() == items.len()
+                    && tokens
+                        .iter()
+                        .zip(items)
+                        .all(|(t, v)| primitive_is(t, self.delim, v).is_some());
+                self.tokens = tokens;
+                ok.then_some(())
+            }
+        }
+    }
+
+    /// Exactly `n` rows at `depth`, then nothing deeper than the header:
+    /// tabular rows (§9.3), one per item of `rows`, or keyed entry rows
+    /// `key: cells` (§9.5), one per member of `entries`.
+    fn rows(
+        &mut self,
+        n: usize,
+        fields: &[Field<'t>],
+        depth: usize,
+        rows: &'d [Node<'j>],
+        entries: Option<&'d [Member<'j>]>,
+    ) -> Option<()> {
+        if entries.map_or(rows.len(), <[_]>::len) != n {
+            return None;
+        }
+        let leaves = leaf_count(fields);
+        let mut tokens = std::mem::take(&mut self.tokens);
+        for i in 0..n {
+            let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
+            let mut content = line.content;
+            self.pos += 1;
+            let expected = match entries {
+                Some(entries) => {
+                    let entry = entries.get(i)?;
+                    let (key, rest) = key_token(content)?;
+                    if !key_eq(&key, &entry.key) {
+                        return None;
+                    }
+                    content = rest.strip_prefix(": ")?;
+                    &entry.value
+                }
+                None => rows.get(i)?,
+            };
+            tokens.clear();
+            tokens_of(content, self.delim, &mut tokens)?;
+            if tokens.len() != leaves {
+                return None;
+            }
+            let mut cells = tokens.iter().copied();
+            self.row_is(fields, &mut cells, self.object_of(expected)?, 0)?;
+        }
+        self.tokens = tokens;
+        if self.peek_depth().is_some_and(|d| d >= depth) {
+            return None;
+        }
+        Some(())
+    }
+
+    /// One row's object as the header lays it out — leaf cells in header
+    /// order, nested groups as nested objects (§9.4) — is `members`.
+    fn row_is(
+        &self,
+        fields: &[Field<'t>],
+        cells: &mut impl Iterator<Item = &'t str>,
+        members: &'d [Member<'j>],
+        depth: usize,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || fields.len() != members.len() {
+            return None;
+        }
+        for (f, m) in fields.iter().zip(members) {
+            if !key_eq(&f.name, &m.key) {
+                return None;
+            }
+            match &f.children {
+                Some(children) => {
+                    self.row_is(children, cells, self.object_of(&m.value)?, depth + 1)?;
+                }
+                None => primitive_is(cells.next()?, self.delim, &m.value)?,
+            }
+        }
+        Some(())
+    }
+}
+
+/// A key (§7.3): a quoted string, or a bare `[A-Za-z_][A-Za-z0-9_.]*`
+/// followed by `:` or `[`. Returns the key and the rest of the line.
+fn key_token(content: &str) -> Option<(Cow<'_, str>, &str)> {
+    let (key, rest) = name_token(content)?;
+    matches!(rest.as_bytes().first(), Some(b':' | b'[')).then_some((key, rest))
+}
+
+/// A key or field name and the text after it.
+fn name_token(text: &str) -> Option<(Cow<'_, str>, &str)> {
+    if text.starts_with('"') {
+        let end = closing_quote(text)?;
+        let inner = text.get(1..end)?;
+        let rest = text.get(end + 1..)?;
+        return Some((unescape(inner)?, rest));
+    }
+    let len = text
+        .bytes()
+        .take_while(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+        .count();
+    let (name, rest) = text.split_at_checked(len)?;
+    let first = *name.as_bytes().first()?;
+    (first.is_ascii_alphabetic() || first == b'_').then_some((Cow::Borrowed(name), rest))
+}
+
+/// The index of the quote closing the one at 0, escapes skipped.
+fn closing_quote(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 1;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A quoted string's content, unescaped (§7.1); borrowed when it has no
+/// escapes.
+fn unescape(inner: &str) -> Option<Cow<'_, str>> {
+    if inner.contains('\\') {
+        unescape_string(inner).ok().map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// Splits a delimited row (§11.2) into its tokens, appended to `out`.
+fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()> {
+    let mut rest = text;
+    loop {
+        let len = if rest.starts_with('"') {
+            closing_quote(rest)? + 1
+        } else {
+            rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
+        };
+        let (token, after) = rest.split_at_checked(len)?;
+        out.push(token);
+        if after.is_empty() {
+            return Some(());
+        }
+        rest = after.strip_prefix(char::from(delim))?;
+    }
+}
+
+/// The token decodes to the primitive `expected`.
+fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
+    let same = match (primitive(token, delim)?, expected) {
+        (Node::Null, Node::Null) => true,
+        (Node::Bool(p), Node::Bool(q)) => p == *q,
+        (Node::Num(p), Node::Num(q)) => same_number(p, q),
+        (Node::Str(p), Node::Str(q)) => short_eq(&p, q),
+        _ => false,
+    };
+    same.then_some(())
+}
+
+/// One primitive token (§4): a quoted string, a literal, a canonical
+/// number, or a bare string that no encoder would have quoted.
+fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
+    if token.starts_with('"') {
+        let end = closing_quote(token)?;
+        if end + 1 != token.len() {
+            return None;
+        }
+        return unescape(token.get(1..end)?).map(Node::Str);
+    }
+    if is_keyword(token) {
+        return Some(match token {
+            "true" => Node::Bool(true),
+            "false" => Node::Bool(false),
+            _ => Node::Null,
+        });
+    }
+    match number(token) {
+        Some(true) => Some(Node::Num(token)),
+        Some(false) => None,
+        None if needs_quotes(token, char::from(delim)) => None,
+        None => Some(Node::Str(Cow::Borrowed(token))),
+    }
+}
+
+/// `None` unless the token is a canonical number
+/// `-?(0|[1-9][0-9]*)(.[0-9]*[1-9])?` other than `-0`; then whether
+/// toon-format reads it as exactly itself. Other numeric-looking tokens
+/// (`05`, `1e5`, `1.50`, `-0`) fall to the bare-string rule, which refuses
+/// them since an encoder quotes numeric-like strings.
+fn number(token: &str) -> Option<bool> {
+    let bytes = token.as_bytes();
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let first = *digits.first()?;
+    let int_len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+    if int_len == 0 || (int_len > 1 && first == b'0') {
+        return None;
+    }
+    let (int, rest) = digits.split_at_checked(int_len)?;
+    if rest.is_empty() {
+        if token == "-0" {
+            return None;
+        }
+        if token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok() {
+            return Some(true);
+        }
+        // Past u64, toon-format reads an integer as a double, and keeps it
+        // a number only when the token is that double's canonical form.
+        return Some(reads_as_itself(token));
+    }
+    let frac = rest.strip_prefix(b".")?;
+    if frac.is_empty() || !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+        return None;
+    }
+    // toon-format reads a fraction as the nearest f64. With at most 15
+    // significant digits, well away from the subnormals, that double's
+    // shortest spelling is the token itself; past that, check.
+    let lead = if int == b"0" {
+        frac.iter().take_while(|&&b| b == b'0').count()
+    } else {
+        0
+    };
+    let significant = if int == b"0" {
+        frac.len() - lead
+    } else {
+        int.len() + frac.len()
+    };
+    if significant <= 15 && lead <= 290 {
+        return Some(true);
+    }
+    Some(reads_as_itself(token))
+}
+
+/// The token is the canonical form of the double nearest to it.
+fn reads_as_itself(token: &str) -> bool {
+    let reads_as = token
+        .parse::<f64>()
+        .ok()
+        .and_then(ToonNumber::from_f64)
+        .map(|n| format_canonical_number(&n));
+    reads_as.as_deref() == Some(token)
+}

@@ -1,0 +1,444 @@
+//! TOON emission from the borrowed tree, byte for byte what
+//! `toon_format::encode` (0.7, `encode/mod.rs` and `encode/tabular.rs`)
+//! writes, for the forms that need no list items:
+//! - the root: an array, or an object (keyed tabular at the root, §9.5);
+//! - object fields (§8): `key: value`, `key:` over a nested object, and
+//!   keyed tabular objects `key[N:]{fields}:` (§9.5);
+//! - arrays (§9): `key: []` / `[]` when empty (§9.1), inline primitive
+//!   arrays `key[N]: a,b`, tabular arrays `key[N]{fields}:` with one row per
+//!   line, nested field groups `{a,b{c,d}}` included (§9.3, §9.4).
+//!
+//! Arrays of arrays and non-uniform arrays take the list form (§9.2, §9.4,
+//! §10), and root primitives are rare and small: for those `emit` answers
+//! `None` and the caller uses the generic encoder. Strings, keys and
+//! numbers go through toon-format's own public helpers (`needs_quoting`,
+//! `quote_string`, `is_valid_unquoted_key`, `format_canonical_number`), so
+//! the quoting and number rules cannot drift from the encoder's. Where a
+//! one-pass shortcut answers first ([`needs_quotes`], `push_quoted`,
+//! `number::canonical`), it answers only what the rule it stands for makes
+//! certain, defers to the helper otherwise, and is tested against it.
+
+use std::fmt::Write as _;
+
+use toon_format::types::{Delimiter, EncodeOptions};
+use toon_format::utils::{is_valid_unquoted_key, needs_quoting, quote_string};
+
+use super::number;
+use super::tree::{get, key_eq, Doc, Member, Node};
+
+/// toon-format's `MAX_DEPTH`: its encoder refuses deeper values, and its
+/// field-group detection stops there.
+const MAX_DEPTH: usize = 256;
+
+/// A header field (§9.3): a leaf column, or a nested group (§9.4).
+struct Field<'d> {
+    name: &'d str,
+    children: Option<Vec<Field<'d>>>,
+}
+
+/// A keyed table's entry objects and header fields.
+type KeyedTable<'e, 'a> = (Vec<&'e [Member<'a>]>, Vec<Field<'e>>);
+
+/// The TOON text for the document, or `None` when it needs a form this
+/// module does not write (or the encoder would refuse it).
+pub(super) fn emit(doc: &Doc<'_>, options: &EncodeOptions) -> Option<String> {
+    let indent = match options.indent {
+        toon_format::types::Indent::Spaces(n) if n > 0 => n,
+        _ => return None,
+    };
+    let mut e = Emitter {
+        doc,
+        out: String::new(),
+        lines: 0,
+        indent,
+        delimiter: options.delimiter,
+        delim: options.delimiter.as_char(),
+    };
+    let root = doc.root.as_ref()?;
+    // TOON is smaller than the JSON it replaces, and the marker is short.
+    e.out
+        .reserve(doc.nodes.len() * 8 + doc.members.len() * 8 + 64);
+    match root {
+        Node::Arr { .. } => e.array(None, doc.items(root), 0)?,
+        Node::Obj { .. } => {
+            let members = doc.object(root)?;
+            match e.keyed_fields(members) {
+                Some((entries, fields)) => e.table(None, &entries, &fields, Some(members), 0)?,
+                None => e.fields(members, 0)?,
+            }
+        }
+        _ => return None,
+    }
+    Some(e.out)
+}
+
+struct Emitter<'e, 'a> {
+    doc: &'e Doc<'a>,
+    out: String,
+    lines: usize,
+    indent: usize,
+    delimiter: Delimiter,
+    delim: char,
+}
+
+impl<'e, 'a> Emitter<'e, 'a> {
+    /// Starts a line at `depth`: lines are joined with `\n`, none trails.
+    fn line(&mut self, depth: usize) {
+        if self.lines > 0 {
+            self.out.push('\n');
+        }
+        self.lines += 1;
+        for _ in 0..depth * self.indent {
+            self.out.push(' ');
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        if is_valid_unquoted_key(key) {
+            self.out.push_str(key);
+        } else {
+            push_quoted(&mut self.out, key);
+        }
+    }
+
+    fn primitive(&mut self, v: &Node<'_>) -> Option<()> {
+        match v {
+            Node::Null => self.out.push_str("null"),
+            Node::Bool(true) => self.out.push_str("true"),
+            Node::Bool(false) => self.out.push_str("false"),
+            // Numbers that do not survive were refused before emission; the
+            // generic encoder would write `null` or a rounded value.
+            Node::Num(raw) => self.out.push_str(&number::canonical(raw)?),
+            Node::Str(s) => {
+                if !needs_quotes(s, self.delim) {
+                    self.out.push_str(s);
+                } else {
+                    push_quoted(&mut self.out, s);
+                }
+            }
+            Node::Arr { .. } | Node::Obj { .. } => return None,
+        }
+        Some(())
+    }
+
+    /// `key[N<:?><delim?>]{fields}:` (§6, §11.1: comma is declared by
+    /// omission).
+    fn header(&mut self, len: usize, key: Option<&str>, fields: Option<&[Field<'_>]>, keyed: bool) {
+        if let Some(key) = key {
+            self.key(key);
+        }
+        self.out.push('[');
+        let _ = write!(self.out, "{len}");
+        if keyed {
+            self.out.push(':');
+        }
+        if self.delimiter != Delimiter::Comma {
+            self.out.push(self.delim);
+        }
+        self.out.push(']');
+        if let Some(fields) = fields {
+            self.out.push('{');
+            self.field_segment(fields);
+            self.out.push('}');
+        }
+        self.out.push(':');
+    }
+
+    fn field_segment(&mut self, fields: &[Field<'_>]) {
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                self.out.push(self.delim);
+            }
+            self.key(f.name);
+            if let Some(children) = &f.children {
+                self.out.push('{');
+                self.field_segment(children);
+                self.out.push('}');
+            }
+        }
+    }
+
+    /// Object fields (§8), one or more lines each.
+    fn fields(&mut self, members: &'e [Member<'a>], depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        for m in members {
+            self.member(&m.key, &m.value, depth)?;
+        }
+        Some(())
+    }
+
+    fn member(&mut self, key: &str, value: &'e Node<'a>, depth: usize) -> Option<()> {
+        match value {
+            Node::Arr { .. } => self.array(Some(key), self.doc.items(value), depth),
+            Node::Obj { .. } => {
+                let members = self.doc.object(value)?;
+                if let Some((entries, fields)) = self.keyed_fields(members) {
+                    return self.table(Some(key), &entries, &fields, Some(members), depth);
+                }
+                self.line(depth);
+                self.key(key);
+                self.out.push(':');
+                if members.is_empty() {
+                    return Some(());
+                }
+                self.fields(members, depth + 1)
+            }
+            _ => {
+                self.line(depth);
+                self.key(key);
+                self.out.push_str(": ");
+                self.primitive(value)
+            }
+        }
+    }
+
+    /// Arrays (§9) in the forms without list items.
+    fn array(&mut self, key: Option<&str>, items: &'e [Node<'a>], depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if items.is_empty() {
+            self.line(depth);
+            match key {
+                Some(key) => {
+                    self.key(key);
+                    self.out.push_str(": []");
+                }
+                None => self.out.push_str("[]"),
+            }
+            return Some(());
+        }
+        if items.iter().all(Node::is_primitive) {
+            self.line(depth);
+            self.header(items.len(), key, None, false);
+            self.out.push(' ');
+            return self.cells(items);
+        }
+        let mut rows = Vec::with_capacity(items.len());
+        for v in items {
+            rows.push(self.doc.object(v)?);
+        }
+        let fields = self.extract_fields(&rows, 0)?;
+        self.table(key, &rows, &fields, None, depth)
+    }
+
+    /// A header and one line of cells per row: tabular arrays (§9.3), or
+    /// keyed tabular objects (§9.5) whose lines start `entry: ` with the
+    /// keys of `entries`.
+    fn table(
+        &mut self,
+        key: Option<&str>,
+        rows: &[&'e [Member<'a>]],
+        fields: &[Field<'_>],
+        entries: Option<&[Member<'_>]>,
+        depth: usize,
+    ) -> Option<()> {
+        self.line(depth);
+        self.header(rows.len(), key, Some(fields), entries.is_some());
+        for (i, row) in rows.iter().enumerate() {
+            self.line(depth + 1);
+            if let Some(entries) = entries {
+                self.key(&entries.get(i)?.key);
+                self.out.push_str(": ");
+            }
+            self.row(row, fields)?;
+        }
+        Some(())
+    }
+
+    fn cells(&mut self, values: &[Node<'_>]) -> Option<()> {
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.out.push(self.delim);
+            }
+            self.primitive(v)?;
+        }
+        Some(())
+    }
+
+    /// One row's leaf cells, depth first in header order (§9.3, §9.4),
+    /// looked up by name as the encoder does.
+    fn row(&mut self, row: &[Member<'_>], fields: &[Field<'_>]) -> Option<()> {
+        let mut first = true;
+        self.row_cells(row, fields, &mut first)
+    }
+
+    fn row_cells(
+        &mut self,
+        row: &[Member<'_>],
+        fields: &[Field<'_>],
+        first: &mut bool,
+    ) -> Option<()> {
+        for (j, f) in fields.iter().enumerate() {
+            let value = get(row, f.name, j)?;
+            match &f.children {
+                Some(children) => {
+                    let nested = self.doc.object(value)?;
+                    self.row_cells(nested, children, first)?;
+                }
+                None => {
+                    if !*first {
+                        self.out.push(self.delim);
+                    }
+                    *first = false;
+                    self.primitive(value)?;
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// `extract_keyed_tabular_fields`: at least two entries, each a
+    /// non-empty object, with uniform columns; the entries' objects and
+    /// the fields.
+    fn keyed_fields(&self, members: &'e [Member<'a>]) -> Option<KeyedTable<'e, 'a>> {
+        if members.len() < 2 {
+            return None;
+        }
+        let mut entries = Vec::with_capacity(members.len());
+        for m in members {
+            entries.push(self.doc.object(&m.value).filter(|o| !o.is_empty())?);
+        }
+        let fields = self.extract_fields(&entries, 0)?;
+        Some((entries, fields))
+    }
+
+    /// `extract_fields_from_objects`: the first object's keys, present in
+    /// every object (the same count, any order), each column classified.
+    fn extract_fields(&self, objects: &[&'e [Member<'a>]], depth: usize) -> Option<Vec<Field<'e>>> {
+        let first = *objects.first()?;
+        if first.is_empty() {
+            return None;
+        }
+        for o in objects {
+            if o.len() != first.len() {
+                return None;
+            }
+            let same_order = o.iter().zip(first).all(|(a, b)| key_eq(&a.key, &b.key));
+            if !same_order
+                && !first
+                    .iter()
+                    .enumerate()
+                    .all(|(j, m)| get(o, &m.key, j).is_some())
+            {
+                return None;
+            }
+        }
+        let mut fields = Vec::with_capacity(first.len());
+        for (j, m) in first.iter().enumerate() {
+            let mut values = Vec::with_capacity(objects.len());
+            for o in objects {
+                values.push(get(o, &m.key, j)?);
+            }
+            fields.push(self.classify_column(&m.key, &values, depth)?);
+        }
+        Some(fields)
+    }
+
+    /// `classify_column`: a leaf when every value is a primitive, a nested
+    /// group when every value is a non-empty object with uniform columns.
+    fn classify_column(
+        &self,
+        name: &'e str,
+        values: &[&'e Node<'a>],
+        depth: usize,
+    ) -> Option<Field<'e>> {
+        if values.iter().all(|v| v.is_primitive()) {
+            return Some(Field {
+                name,
+                children: None,
+            });
+        }
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        let mut objects = Vec::with_capacity(values.len());
+        for v in values {
+            objects.push(self.doc.object(v).filter(|o| !o.is_empty())?);
+        }
+        let children = self.extract_fields(&objects, depth + 1)?;
+        Some(Field {
+            name,
+            children: Some(children),
+        })
+    }
+}
+
+/// `needs_quoting(s, delim)` (§7.2), answered in one pass over the bytes
+/// where that is certain, else by `needs_quoting` itself. §7.2 quotes a
+/// string that is empty, has leading or trailing whitespace, looks like a
+/// keyword or a number (`is_literal_like`), holds `: " \\ [ ] { }`, a
+/// control character or the delimiter, or starts with `-` or `#`. So a
+/// string holding one of those characters needs quotes whatever else holds,
+/// and one that holds none, starts with a letter, `_`, `.` or a non-ASCII
+/// byte (numeric-like strings start with a digit or a sign), does not end
+/// in a space and is no keyword needs none.
+pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
+    let table = match delim {
+        ',' => &SPECIAL_COMMA,
+        '|' => &SPECIAL_PIPE,
+        '\t' => &SPECIAL_TAB,
+        _ => return needs_quoting(s, delim),
+    };
+    if s.bytes()
+        .any(|b| table.get(usize::from(b)).copied().unwrap_or(true))
+    {
+        return true;
+    }
+    let bytes = s.as_bytes();
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return true;
+    };
+    let plain_start =
+        first.is_ascii_alphabetic() || first == b'_' || first == b'.' || first >= 0x80;
+    if plain_start && last != b' ' && !is_keyword(s) {
+        return false;
+    }
+    needs_quoting(s, delim)
+}
+
+/// Byte classes for [`needs_quotes`]: `: " \\ [ ] { }` and the C0
+/// controls, plus the delimiter of each table.
+static SPECIAL_COMMA: [bool; 256] = special_bytes(b',');
+static SPECIAL_PIPE: [bool; 256] = special_bytes(b'|');
+static SPECIAL_TAB: [bool; 256] = special_bytes(b'\t');
+
+// Indexing in a constant initialiser: an index out of range fails the
+// build, never the plugin.
+#[allow(clippy::indexing_slicing)]
+const fn special_bytes(delim: u8) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    let chars = *b":\"\\[]{}";
+    let mut i = 0;
+    while i < chars.len() {
+        table[chars[i] as usize] = true;
+        i += 1;
+    }
+    table[delim as usize] = true;
+    table
+}
+
+/// `true`, `false`, `null` (§7.2: literal-like).
+pub(super) fn is_keyword(s: &str) -> bool {
+    matches!(s, "true" | "false" | "null")
+}
+
+/// `quote_string` (§7.1), written in place: a string with nothing to
+/// escape is copied between quotes, anything else goes through
+/// toon-format's escaping.
+fn push_quoted(out: &mut String, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(&quote_string(s));
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
+}

@@ -1,0 +1,157 @@
+//! The fast TOON path: the same decisions and the same bytes as the generic
+//! path (`serde_json::Value` → toon-format's `JsonValue` → `normalize` →
+//! `encode`, then `toon_format::decode` to verify), from one borrowed parse.
+//!
+//! ```text
+//! text ─► parse (borrowed tree, duplicate keys refused)
+//!      ─► classify (adaptive) ─► exact (numbers, key order)
+//!      ─► emit (toon-format's forms and helpers) ─► header, size checks
+//!      ─► verify: decode the emitted text, comparing as it goes
+//! ```
+//!
+//! `verify: true` keeps its meaning: the emitted text is decoded on its own
+//! terms (`decode.rs`, strict, sharing no state with the emitter) and must
+//! read back as exactly the parsed JSON value, or the block goes to the
+//! generic path, whose verification is `toon_format::decode`.
+//!
+//! In adaptive mode the blocks that pass the classifier take only two
+//! forms — a root tabular array, or an object of primitive fields and one
+//! tabular array — and both are written here; always mode meets the rest.
+//!
+//! Every step either gives the generic path's answer or says
+//! `Fast::Fallback`, and then the generic path runs from the start. It
+//! falls back on: text its parser leaves to serde_json (invalid JSON, lone
+//! surrogate escapes, nesting past 100, duplicate keys), tables whose rows
+//! do not share one key sequence (in adaptive mode), shapes whose TOON
+//! needs list items (arrays of arrays, non-uniform arrays of objects) or a
+//! root primitive, and any emission its own decoder does not read back as
+//! the same value. The differential tests hold both paths to identical
+//! results — emissions and refusals — over the spec fixtures and generated
+//! documents.
+
+mod check;
+mod decode;
+mod emit;
+mod number;
+mod parse;
+mod tree;
+
+use toon_format::EncodeOptions;
+
+use crate::config::{Mode, ToonSettings};
+use crate::marker;
+use crate::outcome::Reason;
+
+use super::smaller_enough;
+
+/// What the fast path made of a block.
+#[derive(Debug, PartialEq)]
+pub(super) enum Fast {
+    /// The generic path's answer, reached without it.
+    Done(Result<String, Reason>),
+    /// Outside the fast path's forms: run the generic path.
+    Fallback,
+}
+
+/// [`super::encode`] after its cheap early checks (mode, marker, minimum
+/// size), which the caller has already made.
+pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
+    let Some(doc) = parse::parse(text) else {
+        return Fast::Fallback;
+    };
+    let adaptive = s.mode == Mode::Adaptive;
+    if adaptive {
+        match check::classify(&doc, s.min_rows, s.key_presence_pct) {
+            Some(true) => {}
+            Some(false) => return Fast::Done(Err(Reason::NotTabular)),
+            None => return Fast::Fallback,
+        }
+    }
+    if let Err(reason) = check::exact(&doc) {
+        return Fast::Done(Err(reason));
+    }
+    let options = EncodeOptions::default();
+    let Some(toon) = emit::emit(&doc, &options) else {
+        return Fast::Fallback;
+    };
+    let emission = marker::wrap(&toon, s.header, &s.marker);
+    if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+        return Fast::Done(Err(Reason::BelowThreshold));
+    }
+    if adaptive && wire_size(&emission) > wire_len {
+        return Fast::Done(Err(Reason::BelowThreshold));
+    }
+    // Duplicate keys: the parser refused them, so the generic path counts
+    // them.
+    if s.verify && !decodes_to(&toon, &doc, &options) {
+        return Fast::Fallback;
+    }
+    Fast::Done(Ok(emission))
+}
+
+/// `stage::literal_len` (the emission's size as a JSON string literal):
+/// eight bytes at a time, looking closer only at words that may hold a
+/// byte JSON escapes.
+fn wire_size(s: &str) -> usize {
+    let extra = |b: &u8| match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+        0..=0x1f => 5,
+        _ => 0,
+    };
+    let mut chunks = s.as_bytes().chunks_exact(8);
+    let mut escapes: usize = 0;
+    for chunk in &mut chunks {
+        let word = <[u8; 8]>::try_from(chunk).map_or(u64::MAX, u64::from_le_bytes);
+        if parse::may_stop(word) {
+            escapes += chunk.iter().map(extra).sum::<usize>();
+        }
+    }
+    escapes += chunks.remainder().iter().map(extra).sum::<usize>();
+    2 + s.len() + escapes
+}
+
+/// The emitted text, decoded on its own, is the parsed JSON value.
+fn decodes_to(toon: &str, json: &tree::Doc<'_>, options: &EncodeOptions) -> bool {
+    decode::decodes_to(toon, options, json)
+}
+
+/// The TOON text the fast path writes for a JSON text with `options`, or
+/// `None` where it would fall back (not JSON it reads, a form it does not
+/// write, a number TOON cannot carry). No exactness gate on key order: this
+/// is the encoder alone, for differential tests and benchmarks.
+pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
+    let doc = parse::parse(text)?;
+    if doc
+        .all_values()
+        .any(|v| matches!(v, tree::Node::Num(raw) if number::canonical(raw).is_none()))
+    {
+        return None;
+    }
+    emit::emit(&doc, options)
+}
+
+/// Whether the fast decoder reads `toon` back as the JSON `text` (`None`
+/// when the fast parser leaves `text` to serde_json). For tests and
+/// benchmarks.
+pub fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
+    let doc = parse::parse(text)?;
+    Some(decodes_to(toon, &doc, options))
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+#[test]
+fn wire_size_is_literal_len() {
+    for s in [
+        "",
+        "plain",
+        "q\"b\\",
+        "n\nr\rt\t\u{8}\u{c}",
+        "\u{1}\u{1f}",
+        "é€😀\u{7f}",
+    ] {
+        assert_eq!(wire_size(s), crate::stage::literal_len(s), "{s:?}");
+    }
+}

@@ -1,0 +1,158 @@
+//! The TOON spelling of a JSON number literal, and whether TOON carries it
+//! exactly.
+//!
+//! The generic path turns a literal into toon-format's `Number` the way
+//! `JsonValue::from(serde_json::Value)` does (`as_i64`, then `as_u64`, then
+//! a finite `as_f64`, which under `arbitrary_precision` are `str::parse` of
+//! the literal) and writes it with `format_canonical_number` (TOON v4 §2:
+//! no exponent, no trailing zeros). [`canonical`] does exactly that, through
+//! the same helper, except for two shapes whose answer is known without
+//! arithmetic:
+//! - an integer literal of at most 18 digits other than `-0` fits an `i64`,
+//!   and `i64` formatting gives back the literal (JSON forbids leading
+//!   zeros);
+//! - a plain decimal `int.frac` with at most 15 significant digits: every
+//!   such decimal is the shortest spelling of its nearest `f64` (15 digits
+//!   is `f64`'s guaranteed decimal precision, so no shorter decimal maps to
+//!   the same double), Rust's `f64` display writes that shortest spelling
+//!   without an exponent, and `format_canonical_number` then drops trailing
+//!   zeros and an empty fraction. So the canonical form is the literal with
+//!   its fraction's trailing zeros (and a bare point) removed.
+//!
+//! Both shortcuts are checked against the generic computation by the tests.
+
+use std::borrow::Cow;
+
+use toon_format::types::Number as ToonNumber;
+use toon_format::utils::format_canonical_number;
+
+use crate::json::Decimal;
+
+/// The canonical TOON form of `raw` when it has exactly `raw`'s decimal
+/// value; `None` when TOON cannot carry the number (the block is then
+/// refused as lossy).
+pub(super) fn canonical(raw: &str) -> Option<Cow<'_, str>> {
+    match shortcut(raw) {
+        Shortcut::Same => Some(Cow::Borrowed(raw)),
+        Shortcut::Trimmed(s) => Some(Cow::Borrowed(s)),
+        Shortcut::Lossy => None,
+        Shortcut::No => generic(raw).map(Cow::Owned),
+    }
+}
+
+enum Shortcut<'a> {
+    Same,
+    Trimmed(&'a str),
+    Lossy,
+    No,
+}
+
+fn shortcut(raw: &str) -> Shortcut<'_> {
+    let bytes = raw.as_bytes();
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let Some(dot) = digits.iter().position(|&b| !b.is_ascii_digit()) else {
+        // An integer literal.
+        return if raw == "-0" {
+            Shortcut::Lossy
+        } else if digits.len() <= 18 {
+            Shortcut::Same
+        } else {
+            Shortcut::No
+        };
+    };
+    let (int, rest) = digits.split_at(dot);
+    let Some(frac) = rest.strip_prefix(b".") else {
+        return Shortcut::No;
+    };
+    if frac.is_empty() || !frac.iter().all(u8::is_ascii_digit) {
+        return Shortcut::No;
+    }
+    let kept = frac.iter().rposition(|&b| b != b'0').map_or(0, |i| i + 1);
+    // Significant digits: from the first non-zero digit to the last one.
+    let int_sig = int.iter().position(|&b| b != b'0').map(|i| int.len() - i);
+    let (significant, leading_zeros) = match int_sig {
+        Some(n) => (n + kept, 0),
+        None => {
+            let zeros = frac.iter().take_while(|&&b| b == b'0').count();
+            (kept.saturating_sub(zeros), zeros)
+        }
+    };
+    // Far below 1 the doubles thin out (subnormals start near 1e-308), so
+    // the 15-digit argument only holds well above that.
+    if significant > 15 || leading_zeros > 290 {
+        return Shortcut::No;
+    }
+    // Drop the fraction's trailing zeros, and the point when none is left.
+    let cut = raw.len() - (frac.len() - kept) - usize::from(kept == 0);
+    match raw.get(..cut) {
+        Some("-0") => Shortcut::Lossy,
+        Some(s) if s.len() == raw.len() => Shortcut::Same,
+        Some(s) => Shortcut::Trimmed(s),
+        None => Shortcut::No,
+    }
+}
+
+/// The generic path's computation: toon-format's `Number` as
+/// `JsonValue::from` builds it, its canonical form, and an exact decimal
+/// comparison with the literal.
+pub(super) fn generic(raw: &str) -> Option<String> {
+    let number = if let Ok(i) = raw.parse::<i64>() {
+        ToonNumber::from(i)
+    } else if let Ok(u) = raw.parse::<u64>() {
+        ToonNumber::from(u)
+    } else {
+        let f = raw.parse::<f64>().ok().filter(|f| f.is_finite())?;
+        ToonNumber::from_f64(f)?
+    };
+    let canonical = format_canonical_number(&number);
+    match (Decimal::parse(raw), Decimal::parse(&canonical)) {
+        (Some(a), Some(b)) if a == b => Some(canonical),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortcuts_agree_with_the_generic_computation() {
+        let cases = [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "123456789012345678",
+            "-123456789012345678",
+            "1234567890123456789",
+            "18446744073709551615",
+            "18446744073709551616",
+            "0.0",
+            "-0.0",
+            "-0.000",
+            "1.0",
+            "1.50",
+            "-1.50",
+            "0.001",
+            "0.000000000000000000001",
+            "123456789012345.0",
+            "1234567890.12345",
+            "1234567890.123456",
+            "0.1000000000000000055511151231257827",
+            "100000000000000000000.5",
+            "1e5",
+            "1E+5",
+            "1.5e-3",
+            "1e400",
+            "-1e400",
+            "9007199254740993",
+            "3.141592653589793",
+            "0.30000000000000004",
+            "10.000000",
+            "0.0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000123456789012345",
+        ];
+        for raw in cases {
+            assert_eq!(canonical(raw).map(Cow::into_owned), generic(raw), "{raw}");
+        }
+    }
+}

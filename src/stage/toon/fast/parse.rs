@@ -1,0 +1,415 @@
+//! A borrowed JSON parser (RFC 8259) into [`Doc`].
+//!
+//! It is never more lenient than `serde_json::from_str` (what it accepts,
+//! serde_json accepts with the same value), and it refuses — so the caller
+//! falls back to the generic path, which then decides — everything that
+//! takes judgement: lone surrogate escapes, nesting past
+//! [`MAX_NESTING`] (serde_json stops at 128), and duplicate keys (a
+//! `serde_json::Value` keeps one of them; the generic path refuses the
+//! block, counted as such).
+
+use indexmap::IndexMap;
+use std::borrow::Cow;
+
+use super::tree::{key_eq, Doc, Member, Node};
+
+/// Arrays and objects nested deeper than this are left to serde_json.
+const MAX_NESTING: usize = 100;
+
+/// The bytes that end a run of plain string content: `"`, `\\` and the
+/// C0 controls (RFC 8259 §7).
+static STRING_STOP: [bool; 256] = string_stop();
+
+// Indexing in a constant initialiser: an index out of range fails the
+// build, never the plugin.
+#[allow(clippy::indexing_slicing)]
+const fn string_stop() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
+        b += 1;
+    }
+    table
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
+/// "none is": the classic has-zero-byte and has-less-than tests).
+pub(super) fn may_stop(word: u64) -> bool {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    quote | backslash | control != 0
+}
+
+/// How many distinct key lists the duplicate check remembers.
+const RECENT: usize = 8;
+
+/// Parses exactly one JSON value surrounded by optional whitespace.
+pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
+    let mut p = Parser {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+        doc: Doc::default(),
+        item_scratch: Vec::new(),
+        member_scratch: Vec::new(),
+        recent: [(0, 0); RECENT],
+        next_recent: 0,
+    };
+    // Tabular JSON holds about one member per 12 bytes. Reserving that much
+    // up front saves regrowth copies on small blocks; on large ones the
+    // reservation is capped (about 1.2 MB), since a block that turns out
+    // not to be a table (one long string, say) would otherwise grow the
+    // module's memory by several times its size for nothing.
+    p.doc.members.reserve(text.len().min(1 << 18) / 12);
+    p.skip_ws();
+    let root = p.value()?;
+    p.skip_ws();
+    if p.pos != p.bytes.len() {
+        return None;
+    }
+    p.doc.root = Some(root);
+    Some(p.doc)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    depth: usize,
+    doc: Doc<'a>,
+    item_scratch: Vec<Node<'a>>,
+    member_scratch: Vec<Member<'a>>,
+    /// Member ranges of the last few distinct key lists found free of
+    /// duplicates: the next row of a table (and each of its field groups)
+    /// usually repeats one, which one comparison confirms.
+    recent: [(usize, usize); RECENT],
+    next_recent: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn value(&mut self) -> Option<Node<'a>> {
+        match self.peek()? {
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b'"' => self.string().map(Node::Str),
+            b't' => self.literal(b"true", Node::Bool(true)),
+            b'f' => self.literal(b"false", Node::Bool(false)),
+            b'n' => self.literal(b"null", Node::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node<'a>) -> Option<Node<'a>> {
+        let end = self.pos.checked_add(word.len())?;
+        if self.bytes.get(self.pos..end)? != word {
+            return None;
+        }
+        self.pos = end;
+        Some(node)
+    }
+
+    /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<Node<'a>> {
+        let start = self.pos;
+        let _ = self.eat(b'-');
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() {
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if !self.peek()?.is_ascii_digit() {
+                return None;
+            }
+            self.digits();
+        }
+        self.text.get(start..self.pos).map(Node::Num)
+    }
+
+    fn digits(&mut self) {
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos += rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+    }
+
+    /// Moves to the next quote, backslash or control character: eight
+    /// bytes at a time while none is in sight, then byte by byte.
+    fn skip_to_special(&mut self) -> Option<u8> {
+        let rest = self.bytes.get(self.pos..)?;
+        let mut skipped = 0;
+        for chunk in rest.chunks_exact(8) {
+            let word = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).ok()?);
+            if may_stop(word) {
+                break;
+            }
+            skipped += 8;
+        }
+        let tail = rest.get(skipped..)?;
+        let n = tail
+            .iter()
+            .position(|&b| STRING_STOP.get(usize::from(b)).copied().unwrap_or(true))?;
+        self.pos += skipped + n;
+        tail.get(n).copied()
+    }
+
+    /// A string literal (RFC 8259 §7), the opening quote at `pos`.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.pos += 1;
+        let start = self.pos;
+        match self.skip_to_special()? {
+            b'"' => {
+                let s = self.text.get(start..self.pos)?;
+                self.pos += 1;
+                return Some(Cow::Borrowed(s));
+            }
+            b'\\' => {}
+            _ => return None,
+        }
+        let mut out = String::with_capacity(self.pos - start + 16);
+        out.push_str(self.text.get(start..self.pos)?);
+        loop {
+            let run = self.pos;
+            if self.skip_to_special()? < 0x20 {
+                return None;
+            }
+            out.push_str(self.text.get(run..self.pos)?);
+            if self.eat(b'"').is_some() {
+                return Some(Cow::Owned(out));
+            }
+            self.pos += 1; // the backslash
+            let esc = self.peek()?;
+            self.pos += 1;
+            match esc {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'/' => out.push('/'),
+                b'b' => out.push('\u{8}'),
+                b'f' => out.push('\u{c}'),
+                b'n' => out.push('\n'),
+                b'r' => out.push('\r'),
+                b't' => out.push('\t'),
+                b'u' => {
+                    let unit = self.hex4()?;
+                    let code = match unit {
+                        0xD800..=0xDBFF => {
+                            // A high surrogate must be followed by an
+                            // escaped low one; anything else is left to
+                            // serde_json's judgement.
+                            self.eat(b'\\')?;
+                            self.eat(b'u')?;
+                            let low = self.hex4()?;
+                            if !(0xDC00..=0xDFFF).contains(&low) {
+                                return None;
+                            }
+                            0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        0xDC00..=0xDFFF => return None,
+                        _ => unit,
+                    };
+                    out.push(char::from_u32(code)?);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let end = self.pos.checked_add(4)?;
+        let digits = self.bytes.get(self.pos..end)?;
+        let mut v = 0u32;
+        for &d in digits {
+            v = v * 16 + char::from(d).to_digit(16)?;
+        }
+        self.pos = end;
+        Some(v)
+    }
+
+    /// The key of member `index` when the text at `pos` is exactly that
+    /// key's string literal. Only borrowed keys qualify: they hold no
+    /// escape, quote or control character, so equal bytes between quotes
+    /// are the same string.
+    fn key_ahead(&self, index: usize) -> Option<&'a str> {
+        let Cow::Borrowed(key) = self.doc.members.get(index)?.key else {
+            return None;
+        };
+        let start = self.pos + 1;
+        let end = start + key.len();
+        (self.bytes.get(start..end)? == key.as_bytes() && self.bytes.get(end) == Some(&b'"'))
+            .then_some(key)
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_NESTING).then_some(())
+    }
+
+    fn array(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        self.pos += 1;
+        let mark = self.item_scratch.len();
+        self.skip_ws();
+        if self.eat(b']').is_none() {
+            loop {
+                self.skip_ws();
+                let v = self.value()?;
+                self.item_scratch.push(v);
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b']' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let start = self.doc.nodes.len();
+        let len = self.item_scratch.len().checked_sub(mark)?;
+        self.doc.nodes.extend(self.item_scratch.drain(mark..));
+        Some(Node::Arr { start, len })
+    }
+
+    fn object(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        self.pos += 1;
+        let mark = self.member_scratch.len();
+        // A known key list this object's keys follow so far, and how many
+        // did: a table's rows repeat one, so most keys are confirmed by one
+        // comparison with the text instead of being scanned.
+        let mut guide: Option<(usize, usize)> = None;
+        let mut followed = 0;
+        self.skip_ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                self.skip_ws();
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let i = self.member_scratch.len() - mark;
+                if i == 0 {
+                    guide = self
+                        .recent
+                        .iter()
+                        .copied()
+                        .find(|&(s, l)| l > 0 && self.key_ahead(s).is_some());
+                }
+                let predicted = guide
+                    .filter(|&(_, l)| i < l && followed == i)
+                    .and_then(|(s, _)| self.key_ahead(s + i));
+                let key = match predicted {
+                    Some(k) => {
+                        self.pos += k.len() + 2;
+                        followed += 1;
+                        Cow::Borrowed(k)
+                    }
+                    None => self.string()?,
+                };
+                self.skip_ws();
+                self.eat(b':')?;
+                self.skip_ws();
+                let value = self.value()?;
+                self.member_scratch.push(Member { key, value });
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b'}' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let fresh = self.member_scratch.get(mark..)?;
+        let start = self.doc.members.len();
+        let len = fresh.len();
+        let all_followed = followed == len && guide.is_some_and(|(_, l)| l == len);
+        if len > 0 && !all_followed {
+            let known = self.recent.iter().find_map(|&(s, l)| {
+                if l != len {
+                    return None;
+                }
+                let k = self.doc.members.get(s..s + l)?;
+                k.iter()
+                    .zip(fresh)
+                    .all(|(a, b)| key_eq(&a.key, &b.key))
+                    .then_some(k)
+            });
+            if let Some(known) = known {
+                // Share the known keys' slices: later comparisons of these
+                // rows' keys then end at the pointer.
+                if let Some(fresh) = self.member_scratch.get_mut(mark..) {
+                    for (f, k) in fresh.iter_mut().zip(known) {
+                        if let Cow::Borrowed(s) = k.key {
+                            f.key = Cow::Borrowed(s);
+                        }
+                    }
+                }
+            } else {
+                if has_duplicates(fresh) {
+                    return None;
+                }
+                if let Some(slot) = self.recent.get_mut(self.next_recent % RECENT) {
+                    *slot = (start, len);
+                }
+                self.next_recent += 1;
+            }
+        }
+        self.doc.members.extend(self.member_scratch.drain(mark..));
+        Some(Node::Obj { start, len })
+    }
+}
+
+/// Runs only for the first object with a given key list (see `recent`),
+/// so a hash map costs nothing noticeable; it is the map type the
+/// classifier already uses, so the module carries no second hash table.
+fn has_duplicates(members: &[Member<'_>]) -> bool {
+    let mut seen: IndexMap<&str, u64> = IndexMap::with_capacity(members.len());
+    members.iter().any(|m| {
+        let count = seen.entry(m.key.as_ref()).or_insert(0);
+        *count += 1;
+        *count > 1
+    })
+}

@@ -1,0 +1,133 @@
+//! A borrowed JSON tree in two flat arenas.
+//!
+//! Strings borrow from the text they were read from unless they held escapes;
+//! numbers stay the exact slice of their literal. The children of an array
+//! sit contiguously in `nodes`, the members of an object contiguously in
+//! `members`, so a whole document costs two vectors instead of one
+//! allocation per row. The JSON parser builds it; the gates, the emitter
+//! and the verifying decoder read it.
+
+use std::borrow::Cow;
+
+use crate::json::Decimal;
+
+/// One JSON value. Containers are ranges into the document's arenas.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Node<'a> {
+    Null,
+    Bool(bool),
+    /// The literal as written (RFC 8259 §6 grammar for JSON, the TOON §4
+    /// canonical grammar for decoded TOON).
+    Num(&'a str),
+    Str(Cow<'a, str>),
+    /// `len` items starting at `start` in [`Doc::nodes`].
+    Arr {
+        start: usize,
+        len: usize,
+    },
+    /// `len` members starting at `start` in [`Doc::members`].
+    Obj {
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Node<'_> {
+    pub(super) fn is_primitive(&self) -> bool {
+        !matches!(self, Node::Arr { .. } | Node::Obj { .. })
+    }
+}
+
+/// One object member.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Member<'a> {
+    pub key: Cow<'a, str>,
+    pub value: Node<'a>,
+}
+
+/// A parsed document: the root and the arenas its containers point into.
+#[derive(Debug, Default)]
+pub(super) struct Doc<'a> {
+    pub nodes: Vec<Node<'a>>,
+    pub members: Vec<Member<'a>>,
+    pub root: Option<Node<'a>>,
+}
+
+impl<'a> Doc<'a> {
+    /// The items of an array node (empty for anything else).
+    pub(super) fn items(&self, node: &Node<'a>) -> &[Node<'a>] {
+        match *node {
+            Node::Arr { start, len } => self
+                .nodes
+                .get(start..start.saturating_add(len))
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The members of an object node (empty for anything else).
+    pub(super) fn object(&self, node: &Node<'a>) -> Option<&[Member<'a>]> {
+        match *node {
+            Node::Obj { start, len } => self.members.get(start..start.saturating_add(len)),
+            _ => None,
+        }
+    }
+
+    /// Every value in the document: the root, array items and member
+    /// values. Each appears exactly once, since a container's children are
+    /// committed to an arena only when the container itself is.
+    pub(super) fn all_values(&self) -> impl Iterator<Item = &Node<'a>> {
+        self.root
+            .iter()
+            .chain(self.nodes.iter())
+            .chain(self.members.iter().map(|m| &m.value))
+    }
+}
+
+/// Key equality, cheapest first: the parser makes the keys of rows that
+/// repeat a key list share one slice, so most comparisons end at the
+/// pointer.
+pub(super) fn key_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || short_eq(a, b))
+}
+
+/// Byte equality without a library call for the short strings keys and
+/// cells usually are.
+pub(super) fn short_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The member named `key`, looked for first at `hint` (rows of one table
+/// usually list their keys in one order) and then by a scan.
+pub(super) fn get<'m, 'a>(
+    members: &'m [Member<'a>],
+    key: &str,
+    hint: usize,
+) -> Option<&'m Node<'a>> {
+    if let Some(m) = members.get(hint).filter(|m| key_eq(&m.key, key)) {
+        return Some(&m.value);
+    }
+    members
+        .iter()
+        .find(|m| key_eq(&m.key, key))
+        .map(|m| &m.value)
+}
+
+/// Exact decimal equality of two number literals; identical spellings need
+/// no arithmetic.
+pub(super) fn same_number(p: &str, q: &str) -> bool {
+    if p == q {
+        return true;
+    }
+    match (Decimal::parse(p), Decimal::parse(q)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
