@@ -8,12 +8,16 @@
 pub mod config;
 pub mod convert;
 pub mod exchange;
+pub mod intent;
 pub mod json;
 pub mod marker;
 pub mod mcp;
 pub mod outcome;
 pub mod pipeline;
 pub mod report;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
+pub mod sse;
 pub mod stage;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]

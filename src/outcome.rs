@@ -90,8 +90,10 @@ reasons! {
     NotToolsCall => "not_tools_call",
     /// The response is not `application/json`.
     NotJsonResponse => "not_json_response",
-    /// The response is an SSE stream (handled in a later release).
-    EventStream => "event_stream",
+    /// An SSE event larger than `max_event_bytes` streamed through unmodified.
+    EventTooLarge => "event_too_large",
+    /// An SSE stream ended inside an event; the partial event went out unchanged.
+    StreamTruncated => "stream_truncated",
     /// The response carries a `content-encoding` other than identity.
     ContentEncoding => "content_encoding",
     /// The response body was larger than `max_body_bytes`.

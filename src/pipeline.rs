@@ -1,24 +1,91 @@
 //! The one place that orders the stages. A response body goes in; the body
 //! to send (or `None`: send the original bytes) and the decisions come out.
 //!
-//! Data path: body → JSON-RPC messages → for each response to a
-//! `tools/call` of the request: each `content[]` text item → TOON stage →
-//! span replacement. Responses to `tools/list` get the optional decode hint.
-//! Everything else is never touched.
+//! Data path, per response body (one JSON-RPC message or a batch):
+//! 1. pair each message with its request; only `tools/call` results are
+//!    touched, and only their `content[]` text items ("blocks");
+//!    `structuredContent`, `isError` results, errors and other items never;
+//! 2. per block: clean → trim → TOON (this order: TOON is lossless and must
+//!    see the final text; trim must see cleaned text);
+//! 3. `tools/list` results get the optional decode hint and intent argument;
+//! 4. each changed string is spliced back at its byte span.
+//!
+//! Trim needs an HTTP call, which only the host can make: [`start`] runs
+//! everything up to it and returns a [`Job`]; the host performs
+//! [`Job::callout`] (if any) and hands the reply to [`Job::finish`].
+
+use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Mode, ServerScope, Settings, MARKER_PREFIX};
+use crate::config::{Mode, Policy, ServerScope, Settings, MARKER_PREFIX};
+use crate::intent;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
-use crate::stage;
+use crate::stage::{self, trim};
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
 pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
 
-/// Runs the stages over one response body (one JSON-RPC message or a batch).
-/// Returns the new body when anything changed.
+/// One text block on its way through the stages.
+#[derive(Debug)]
+struct Block {
+    /// Span of the block's JSON string literal in the body.
+    span: Range<usize>,
+    text: String,
+    changed: bool,
+    id: String,
+    tool: Option<String>,
+    index: usize,
+    policy: Policy,
+}
+
+impl Block {
+    fn decision(
+        &self,
+        stage: Stage,
+        outcome: Outcome,
+        before: usize,
+        after: usize,
+        lossless: bool,
+    ) -> Decision {
+        Decision {
+            stage,
+            outcome,
+            id: Some(self.id.clone()),
+            tool: self.tool.clone(),
+            block: Some(self.index),
+            bytes_before: before,
+            bytes_after: after,
+            lossless,
+        }
+    }
+
+    fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
+        let n = self.text.len();
+        self.decision(stage, Outcome::Passthrough(reason), n, n, true)
+    }
+}
+
+#[derive(Debug)]
+struct TrimPlan {
+    /// Positions in `Job::blocks`.
+    blocks: Vec<usize>,
+    request: trim::LlmRequest,
+}
+
+/// A response body between [`start`] and [`Job::finish`].
+#[derive(Debug)]
+pub struct Job {
+    body: String,
+    edits: Edits,
+    blocks: Vec<Block>,
+    trim: Option<TrimPlan>,
+}
+
+/// Runs the stages over one response body without an LLM endpoint (the CLI,
+/// the component): a planned trim is recorded as unavailable.
 pub fn process_response(
     settings: &Settings,
     scope: ServerScope,
@@ -26,113 +93,330 @@ pub fn process_response(
     body: &[u8],
     report: &mut Report,
 ) -> Option<Vec<u8>> {
-    let Ok(text) = std::str::from_utf8(body) else {
-        report.push(Decision::response(Reason::InvalidUtf8));
-        return None;
-    };
-    let Some(messages) = mcp::parse_messages(text) else {
-        report.push(Decision::response(Reason::MalformedResponse));
-        return None;
+    start(settings, scope, request, body.to_vec(), report)
+        .ok()?
+        .finish(settings, None, report)
+        .changed()
+}
+
+/// A body after the stages: changed, or exactly as it came.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Output {
+    Changed(Vec<u8>),
+    Unchanged(Vec<u8>),
+}
+
+impl Output {
+    /// The new body, if any.
+    pub fn changed(self) -> Option<Vec<u8>> {
+        match self {
+            Output::Changed(b) => Some(b),
+            Output::Unchanged(_) => None,
+        }
+    }
+
+    /// The bytes to send, changed or not.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Output::Changed(b) | Output::Unchanged(b) => b,
+        }
+    }
+}
+
+/// Reads the body, pairs responses with requests, cleans each block and
+/// plans the trim callout. `Err` hands the body back: nothing in it can
+/// change.
+pub fn start(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: Vec<u8>,
+    report: &mut Report,
+) -> Result<Job, Vec<u8>> {
+    let body = match String::from_utf8(body) {
+        Ok(b) => b,
+        Err(e) => {
+            report.push(Decision::response(Reason::InvalidUtf8));
+            return Err(e.into_bytes());
+        }
     };
     let mut edits = Edits::default();
-    for message in &messages {
-        let Some(call) = message.id.as_deref().and_then(|id| request.call(id)) else {
-            continue;
+    let mut blocks = Vec::new();
+    let mut intents: Vec<Option<String>> = Vec::new();
+    {
+        let Some(messages) = mcp::parse_messages(&body) else {
+            report.push(Decision::response(Reason::MalformedResponse));
+            return Err(body.into_bytes());
         };
-        if call.method == mcp::TOOLS_CALL {
-            tool_call(settings, scope, text, call, message, &mut edits, report);
-        } else if call.method == mcp::TOOLS_LIST && settings.annotate_tools {
-            if let Some(result) = message.result {
-                annotate(settings, scope, text, call, result, &mut edits, report);
+        for message in &messages {
+            let Some(call) = message.id.as_deref().and_then(|id| request.call(id)) else {
+                continue;
+            };
+            if call.method == mcp::TOOLS_CALL {
+                let found = tool_call_blocks(settings, scope, &body, call, message, report);
+                intents.extend(found.iter().map(|_| call.intent.clone()));
+                blocks.extend(found);
+            } else if call.method == mcp::TOOLS_LIST {
+                if let Some(result) = message.result {
+                    listing(settings, scope, &body, call, result, &mut edits, report);
+                }
             }
         }
     }
-    if edits.is_empty() {
-        return None;
-    }
-    edits.apply(text).map(String::into_bytes)
+    // Stage 1, clean: lands with the clean stage.
+    let trim = plan_trim(settings, &blocks, &intents, report);
+    Ok(Job {
+        body,
+        edits,
+        blocks,
+        trim,
+    })
 }
 
-fn tool_call(
+impl Job {
+    /// The HTTP call the host should make before [`Job::finish`], if any.
+    pub fn callout(&self) -> Option<&trim::LlmRequest> {
+        self.trim.as_ref().map(|t| &t.request)
+    }
+
+    /// Applies the callout's reply (or its absence), encodes, and returns
+    /// the body to send when anything changed.
+    pub fn finish(
+        mut self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        report: &mut Report,
+    ) -> Output {
+        if let Some(plan) = self.trim.take() {
+            apply_trim(settings, &mut self.blocks, &plan, reply, report);
+        }
+        for block in &mut self.blocks {
+            encode(block, report);
+        }
+        for block in &self.blocks {
+            if block.changed {
+                match serde_json::to_string(&block.text) {
+                    Ok(literal) => self.edits.replace_span(block.span.clone(), literal),
+                    Err(_) => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
+                }
+            }
+        }
+        if self.edits.is_empty() {
+            return Output::Unchanged(self.body.into_bytes());
+        }
+        let edits = std::mem::take(&mut self.edits);
+        match edits.apply(&self.body) {
+            Some(new) => Output::Changed(new.into_bytes()),
+            None => Output::Unchanged(self.body.into_bytes()),
+        }
+    }
+}
+
+/// Stage 2 planning: which blocks the one callout covers.
+fn plan_trim(
+    settings: &Settings,
+    blocks: &[Block],
+    intents: &[Option<String>],
+    report: &mut Report,
+) -> Option<TrimPlan> {
+    let t = &settings.trim;
+    let mut eligible = Vec::new();
+    for (i, (block, intent)) in blocks.iter().zip(intents).enumerate() {
+        if !block.policy.trim || (t.blocks == crate::config::TrimBlocks::First && block.index != 0)
+        {
+            continue;
+        }
+        if intent.is_none() {
+            report.push(block.passthrough(Stage::Trim, Reason::TrimNoIntent));
+        } else if block.text.len() <= t.threshold_bytes {
+            report.push(block.passthrough(Stage::Trim, Reason::TrimBelowThreshold));
+        } else {
+            eligible.push(i);
+        }
+    }
+    // One callout per response, for one call's blocks.
+    let first = *eligible.first()?;
+    let id = &blocks.get(first)?.id;
+    let same_call: Vec<usize> = eligible
+        .into_iter()
+        .filter(|&i| blocks.get(i).is_some_and(|b| &b.id == id))
+        .collect();
+    let chosen = trim::select(t.blocks, &same_call);
+    let intent = intents.get(first)?.as_deref()?;
+    let texts: Vec<&str> = chosen
+        .iter()
+        .filter_map(|&i| blocks.get(i).map(|b| b.text.as_str()))
+        .collect();
+    Some(TrimPlan {
+        request: trim::build_request(t, intent, &texts),
+        blocks: chosen,
+    })
+}
+
+fn apply_trim(
+    settings: &Settings,
+    blocks: &mut [Block],
+    plan: &TrimPlan,
+    reply: Option<&trim::LlmReply>,
+    report: &mut Report,
+) {
+    let parsed = match reply {
+        Some(r) => trim::parse_reply(r, settings.trim.timeout_ms, plan.blocks.len()),
+        None => Err(Reason::TrimUnavailable),
+    };
+    for (k, &i) in plan.blocks.iter().enumerate() {
+        let Some(block) = blocks.get_mut(i) else {
+            continue;
+        };
+        let extracted = match &parsed {
+            Ok(parts) => parts
+                .get(k)
+                .map(String::as_str)
+                .ok_or(Reason::TrimMalformed),
+            Err(r) => Err(*r),
+        };
+        match extracted.and_then(|e| trim::guard(&block.text, e).map(|()| e)) {
+            Ok(e) => {
+                report.push(block.decision(
+                    Stage::Trim,
+                    Outcome::Trimmed,
+                    block.text.len(),
+                    e.len(),
+                    false,
+                ));
+                block.text = e.to_string();
+                block.changed = true;
+            }
+            Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
+        }
+    }
+}
+
+/// Stage 3: TOON. The block it replaces is the text as the earlier stages
+/// left it, and on the wire its string literal as sent (or as it would be
+/// sent, once an earlier stage changed it).
+fn encode(block: &mut Block, report: &mut Report) {
+    let wire = if block.changed {
+        stage::literal_len(&block.text)
+    } else {
+        block.span.len()
+    };
+    match stage::toon::encode(&block.text, wire, &block.policy.toon) {
+        Ok(emission) => {
+            report.push(block.decision(
+                Stage::Toon,
+                Outcome::Encoded,
+                block.text.len(),
+                emission.len(),
+                true,
+            ));
+            block.text = emission;
+            block.changed = true;
+        }
+        Err(reason) => report.push(block.passthrough(Stage::Toon, reason)),
+    }
+}
+
+/// The text blocks of one tool result, or the reason there are none.
+fn tool_call_blocks(
     settings: &Settings,
     scope: ServerScope,
     base: &str,
     call: &Call,
     message: &mcp::Message<'_>,
-    edits: &mut Edits,
     report: &mut Report,
-) {
-    let at = |reason: Reason| Decision {
+) -> Vec<Block> {
+    let at = |reason: Reason, block: Option<usize>| Decision {
         id: Some(call.id.clone()),
         tool: call.tool.clone(),
+        block,
         ..Decision::response(reason)
     };
     if message.is_error_response {
-        report.push(at(Reason::JsonRpcError));
-        return;
+        report.push(at(Reason::JsonRpcError, None));
+        return Vec::new();
     }
     let Some(result) = message.result.and_then(mcp::tool_result) else {
-        report.push(at(Reason::MalformedResponse));
-        return;
+        report.push(at(Reason::MalformedResponse, None));
+        return Vec::new();
     };
     if result.is_error == Some(true) {
-        report.push(at(Reason::IsError));
-        return;
+        report.push(at(Reason::IsError, None));
+        return Vec::new();
     }
     let Some(content) = result.content else {
-        report.push(at(Reason::NoContent));
-        return;
+        report.push(at(Reason::NoContent, None));
+        return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
+    let mut blocks = Vec::new();
     for (index, item) in mcp::text_items(&content).into_iter().enumerate() {
         let Some(item) = item else {
-            report.push(Decision {
-                block: Some(index),
-                ..at(Reason::MalformedContent)
-            });
+            report.push(at(Reason::MalformedContent, Some(index)));
             continue;
         };
         if item.kind.as_deref() != Some("text") {
             continue;
         }
-        let Some(literal) = item.text else {
-            report.push(Decision {
-                block: Some(index),
-                ..at(Reason::MalformedContent)
-            });
+        let literal: Option<&RawValue> = item.text;
+        let found = literal.and_then(|l| {
+            let text = serde_json::from_str::<String>(l.get()).ok()?;
+            Some((Edits::span_of(base, l)?, text))
+        });
+        let Some((span, text)) = found else {
+            report.push(at(Reason::MalformedContent, Some(index)));
             continue;
         };
-        let Ok(text) = serde_json::from_str::<String>(literal.get()) else {
-            report.push(Decision {
-                block: Some(index),
-                ..at(Reason::MalformedContent)
-            });
-            continue;
-        };
-        let decision = |outcome: Outcome, after: usize| Decision {
-            stage: Stage::Toon,
-            outcome,
-            id: Some(call.id.clone()),
+        blocks.push(Block {
+            span,
+            text,
+            changed: false,
+            id: call.id.clone(),
             tool: call.tool.clone(),
-            block: Some(index),
-            bytes_before: text.len(),
-            bytes_after: after,
-            lossless: true,
+            index,
+            policy: policy.clone(),
+        });
+    }
+    blocks
+}
+
+/// `tools/list`: the decode hint (`annotate_tools`) and the intent argument
+/// (`trim.advertise_intent`), per tool as its policy says.
+fn listing(
+    settings: &Settings,
+    scope: ServerScope,
+    base: &str,
+    call: &Call,
+    result: &RawValue,
+    edits: &mut Edits,
+    report: &mut Report,
+) {
+    if settings.annotate_tools {
+        annotate(settings, scope, base, call, result, edits, report);
+    }
+    if !settings.trim.advertise_intent {
+        return;
+    }
+    let Some(tools) = mcp::tool_entries(result) else {
+        return;
+    };
+    for (index, tool) in tools.iter().enumerate() {
+        let Some(name) = tool.name.as_deref() else {
+            continue;
         };
-        match stage::toon::encode(&text, literal.get().len(), &policy.toon) {
-            Ok(emission) => {
-                let replaced = serde_json::to_string(&emission)
-                    .is_ok_and(|new_literal| edits.replace(base, literal, new_literal));
-                if replaced {
-                    report.push(decision(Outcome::Encoded, emission.len()));
-                } else {
-                    report.push(decision(
-                        Outcome::Passthrough(Reason::EncodeError),
-                        text.len(),
-                    ));
-                }
-            }
-            Err(reason) => report.push(decision(Outcome::Passthrough(reason), text.len())),
+        if settings.policy(scope, Some(name)).trim
+            && intent::advertise(base, tool, &settings.trim.intent_argument, edits)
+        {
+            report.push(Decision {
+                stage: Stage::Advertise,
+                outcome: Outcome::Annotated,
+                id: Some(call.id.clone()),
+                tool: Some(name.to_string()),
+                block: Some(index),
+                bytes_before: 0,
+                bytes_after: 0,
+                lossless: false,
+            });
         }
     }
 }

@@ -171,7 +171,8 @@ impl Report {
     /// Stages record their own before/after; a block's first change gives
     /// its input size and its last change its output size.
     pub fn block_bytes(&self) -> (usize, usize) {
-        let mut blocks: Vec<((Option<&str>, Option<usize>), usize, usize)> = Vec::new();
+        type Key<'a> = (Option<&'a str>, Option<usize>);
+        let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
         for d in self
             .decisions
             .iter()

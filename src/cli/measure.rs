@@ -182,6 +182,7 @@ pub fn measure_body(
                 id,
                 method: mcp::TOOLS_CALL.to_string(),
                 tool: target.tool.clone(),
+                intent: None,
             })
             .collect(),
     };

@@ -47,8 +47,10 @@ struct RawConfig {
     #[serde(default)]
     trim: TrimSection,
     max_body_bytes: Option<u64>,
+    max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
+    hold_headers: Option<bool>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -111,14 +113,27 @@ struct Server {
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub max_body_bytes: usize,
+    /// Largest SSE event the plugin holds to rewrite; larger ones stream
+    /// through unmodified.
+    pub max_event_bytes: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
+    /// Hold response headers until the body is rewritten, so the response
+    /// keeps an exact `content-length` and gets the `x-mcp-toon` header.
+    /// Must match the Envoy plugin setting `allow_on_headers_stop_iteration`:
+    /// without it Envoy turns a paused headers callback into
+    /// StopAllIterationAndWatermark, which withholds the body callbacks and
+    /// stalls the stream. A plugin cannot read that setting, so the operator
+    /// states it here. Default false: works on every Envoy.
+    pub hold_headers: bool,
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
+    /// Some layer enables trim: requests must be read for intents.
+    trim_anywhere: bool,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -137,12 +152,15 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
+            max_event_bytes: DEFAULT_MAX_BODY_BYTES as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
+            hold_headers: false,
             trim: TrimSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
+            trim_anywhere: false,
         }
     }
 }
@@ -183,6 +201,14 @@ impl Settings {
                 "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
             ));
         }
+        let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_event_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_event_bytes",
+                max_event_bytes,
+                "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+            ));
+        }
         validate_tools(&raw.tools, "tools")?;
         let mut servers = Vec::with_capacity(raw.servers.len());
         for (i, s) in raw.servers.into_iter().enumerate() {
@@ -204,10 +230,19 @@ impl Settings {
                 tools: s.tools,
             });
         }
+        let enables = |p: &Patch| p.trim.enabled == Some(true);
+        let trim_anywhere = trim_enabled == Some(true)
+            || raw.tools.values().any(enables)
+            || servers
+                .iter()
+                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
         Ok(Self {
+            trim_anywhere,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
+            max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
+            hold_headers: raw.hold_headers.unwrap_or(false),
             trim,
             base: Patch {
                 toon: raw.toon,
@@ -218,6 +253,17 @@ impl Settings {
             tools: raw.tools,
             servers,
         })
+    }
+
+    /// True when some layer enables trim, so requests carry intents worth
+    /// reading (and, with `advertise_intent`, arguments worth stripping).
+    pub fn trim_anywhere(&self) -> bool {
+        self.trim_anywhere
+    }
+
+    /// True when `tools/list` responses may change.
+    pub fn rewrites_listings(&self) -> bool {
+        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.

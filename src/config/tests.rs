@@ -188,3 +188,85 @@ fn server_match_needs_every_given_key() {
     info.authority = None;
     assert_eq!(s.server_for(&info), ServerScope(None));
 }
+
+#[test]
+fn trim_section_defaults_overrides_and_refusals() {
+    let s = Settings::from_json("{}").unwrap();
+    assert!(!s.trim.enabled && !s.trim_anywhere() && !s.rewrites_listings());
+    assert_eq!(s.trim.threshold_bytes, 8000);
+    assert_eq!(s.trim.intent_argument, "expected_info");
+    let s = Settings::from_json(
+        r#"{"trim":{"enabled":false},"tools":{"search":{"trim":{"enabled":true}}},
+            "servers":[{"match":{"cluster":"c"},"trim":{"enabled":true},"tools":{"big":{"trim":{"enabled":false}}}}]}"#,
+    )
+    .unwrap();
+    assert!(s.trim_anywhere() && s.rewrites_listings());
+    let c = s.server_for(&StreamInfo {
+        cluster: Some("c".into()),
+        ..StreamInfo::default()
+    });
+    assert!(!s.policy(ServerScope::default(), Some("other")).trim);
+    assert!(s.policy(ServerScope::default(), Some("search")).trim);
+    assert!(s.policy(c, Some("other")).trim);
+    assert!(!s.policy(c, Some("big")).trim);
+
+    let cases = [
+        (
+            r#"{"trim":{"blocks":"some"}}"#,
+            "trim.blocks",
+            "`first` or `all`",
+        ),
+        (
+            r#"{"trim":{"timeout_ms":0}}"#,
+            "trim.timeout_ms",
+            "1..=600000",
+        ),
+        (
+            r#"{"trim":{"path":"v1/chat"}}"#,
+            "trim.path",
+            "starting with `/`",
+        ),
+        (
+            r#"{"trim":{"cluster":""}}"#,
+            "trim.cluster",
+            "Envoy cluster",
+        ),
+        (
+            r#"{"trim":{"intent_argument":"a b"}}"#,
+            "trim.intent_argument",
+            "letters, digits",
+        ),
+        (
+            r#"{"trim":{"client_id":"gw"}}"#,
+            "trim.client_secret",
+            "required",
+        ),
+        (
+            r#"{"tools":{"t":{"trim":{"model":"x"}}}}"#,
+            "tools.t.trim.model",
+            "`enabled`",
+        ),
+    ];
+    for (json, field, allowed) in cases {
+        let e = err(json);
+        assert_eq!(e.field, field, "{json}: {e}");
+        assert!(
+            e.to_string().contains(allowed),
+            "{json}: `{e}` should mention {allowed}"
+        );
+    }
+}
+
+#[test]
+fn secrets_never_appear_in_errors() {
+    for json in [
+        r#"{"trim":{"client_secret":"hunter2-secret"}}"#,
+        r#"{"trim":{"client_id":"hunter2-secret"}}"#,
+        r#"{"trim":{"client_id":"gw","client_secret":"hunter2-secret\n"}}"#,
+        r#"{"trim":{"client_secret":{"hunter2-secret":1}}}"#,
+    ] {
+        let e = err(json);
+        assert!(e.field.starts_with("trim.client_"), "{json}: {e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+}

@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -13,7 +14,9 @@ fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> Req
     RequestHead {
         stream,
         method,
+        path: "/mcp",
         content_type: ct,
+        accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
     }
 }
@@ -23,6 +26,7 @@ fn json_head(status: u16) -> ResponseHead<'static> {
         status: Some(status),
         content_type: Some("application/json"),
         content_encoding: None,
+        content_length: None,
         end_of_stream: false,
     }
 }
@@ -31,6 +35,23 @@ const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
 
 fn reasons(e: &Exchange) -> Vec<Outcome> {
     e.report().decisions.iter().map(|d| d.outcome).collect()
+}
+
+fn table_text() -> String {
+    Value::Array(
+        (0..30)
+            .map(|i| json!({"id": i, "name": format!("n{i}")}))
+            .collect(),
+    )
+    .to_string()
+}
+
+fn result_data(id: u32) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": table_text()}]}}).to_string()
+}
+
+fn text_of(out: &[u8]) -> String {
+    String::from_utf8(out.to_vec()).unwrap()
 }
 
 fn into_tool_call(e: &mut Exchange) {
@@ -44,30 +65,117 @@ fn into_tool_call(e: &mut Exchange) {
         plan,
         RequestPlan {
             strip_accept_encoding: true,
-            read_body: true
+            read_body: true,
+            remove_content_length: false
         }
     );
-    assert_eq!(e.request_body(10, false), BodyStep::Wait);
-    assert_eq!(e.request_body(CALL.len(), true), BodyStep::Ready);
-    e.request_complete(CALL);
+    let (a, b) = CALL.split_at(10);
+    // Without trim the request is only read: chunks go upstream untouched.
+    assert_eq!(e.request_chunk(a, false, &mut NoSessions), Step::pass());
+    assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::pass());
+}
+
+/// Sends a response body in chunks the way the host does; returns what the
+/// client receives and the steps.
+fn respond(e: &mut Exchange, chunks: &[&[u8]]) -> (Vec<u8>, Vec<Step>) {
+    let mut sent = Vec::new();
+    let mut steps = Vec::new();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let end = i + 1 == chunks.len();
+        let step = e.response_chunk(chunk, end, &mut NoSessions);
+        match &step.body {
+            Some(b) => sent.extend_from_slice(b),
+            None => sent.extend_from_slice(chunk),
+        }
+        steps.push(step);
+    }
+    (sent, steps)
 }
 
 #[test]
-fn a_tool_call_is_buffered_and_rewritten() {
+fn a_json_tool_result_is_collected_and_rewritten() {
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Buffer);
-    assert_eq!(e.response_body(100, false), BodyStep::Wait);
-    let rows: Vec<Value> = (0..30)
-        .map(|i| json!({"id": i, "name": format!("n{i}")}))
-        .collect();
-    let text = Value::Array(rows).to_string();
-    let body =
-        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}})
-            .to_string();
-    assert_eq!(e.response_body(body.len(), true), BodyStep::Ready);
-    assert!(e.response_complete(body.as_bytes()).is_some());
+    assert_eq!(
+        e.response_headers(json_head(200)),
+        ResponsePlan::Rewrite {
+            hold_headers: false
+        }
+    );
+    let body = result_data(1);
+    let (a, b) = body.as_bytes().split_at(100);
+    let (sent, steps) = respond(&mut e, &[a, b]);
+    assert_eq!(
+        steps[0],
+        Step::swallow(false),
+        "the first chunk is taken out of the stream"
+    );
+    let v: Value = serde_json::from_slice(&sent).unwrap();
+    assert!(v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[mcp-toon/v1]"));
+    assert_eq!(steps[1].content_length, None);
     assert_eq!(reasons(&e), vec![Outcome::Encoded]);
+    assert!(e.is_done());
+}
+
+#[test]
+fn unchanged_bodies_go_back_exactly() {
+    let mut e = exchange("{}");
+    into_tool_call(&mut e);
+    e.response_headers(json_head(200));
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}})
+            .to_string();
+    let (a, b) = body.as_bytes().split_at(7);
+    let (sent, _) = respond(&mut e, &[a, b]);
+    assert_eq!(sent, body.as_bytes());
+    // One chunk: nothing was taken out, nothing to replace.
+    let mut e = exchange("{}");
+    into_tool_call(&mut e);
+    e.response_headers(json_head(200));
+    let (_, steps) = respond(&mut e, &[body.as_bytes()]);
+    assert_eq!(steps[0], Step::pass());
+}
+
+#[test]
+fn held_headers_get_an_exact_length() {
+    let mut e = exchange(r#"{"hold_headers":true}"#);
+    into_tool_call(&mut e);
+    let body = result_data(1);
+    let head = ResponseHead {
+        content_length: Some(body.len()),
+        ..json_head(200)
+    };
+    assert_eq!(
+        e.response_headers(head),
+        ResponsePlan::Rewrite { hold_headers: true }
+    );
+    let (a, b) = body.as_bytes().split_at(50);
+    let (sent, steps) = respond(&mut e, &[a, b]);
+    assert_eq!(
+        steps[0].flow,
+        Flow::Pause,
+        "continuing would release the held headers"
+    );
+    assert_eq!(steps[1].content_length, Some(sent.len()));
+    assert!(sent.len() < body.len());
+    // Unknown or oversize lengths never hold.
+    for length in [None, Some(2 << 20)] {
+        let mut e = exchange(r#"{"hold_headers":true}"#);
+        into_tool_call(&mut e);
+        let head = ResponseHead {
+            content_length: length,
+            ..json_head(200)
+        };
+        assert_eq!(
+            e.response_headers(head),
+            ResponsePlan::Rewrite {
+                hold_headers: false
+            }
+        );
+    }
 }
 
 #[test]
@@ -79,11 +187,14 @@ fn requests_that_are_not_json_rpc_posts_pass() {
         ("POST", None),
     ] {
         let mut e = exchange("{}");
-        assert_eq!(
-            e.request_headers(head(&stream, method, ct)),
-            RequestPlan::default()
-        );
+        let h = RequestHead {
+            accept: Some("application/json"),
+            ..head(&stream, method, ct)
+        };
+        assert_eq!(e.request_headers(h), RequestPlan::default());
+        assert!(!e.reads_request());
         assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+        assert!(!e.reads_response());
         assert_eq!(
             reasons(&e),
             vec![Outcome::Passthrough(Reason::RequestNotJsonRpc)]
@@ -99,7 +210,11 @@ fn other_methods_and_oversize_requests_pass() {
     let stream = StreamInfo::default();
     let mut e = exchange("{}");
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    e.request_complete(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    e.request_chunk(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        true,
+        &mut NoSessions,
+    );
     assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
     assert_eq!(
         reasons(&e),
@@ -108,7 +223,10 @@ fn other_methods_and_oversize_requests_pass() {
 
     let mut e = exchange(r#"{"max_body_bytes":2048}"#);
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    assert_eq!(e.request_body(4096, false), BodyStep::Pass);
+    assert_eq!(
+        e.request_chunk(&[b' '; 4096], false, &mut NoSessions),
+        Step::pass()
+    );
     assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
     assert_eq!(
         reasons(&e),
@@ -132,13 +250,6 @@ fn response_heads_that_pass() {
                 ..json_head(200)
             },
             Reason::ContentEncoding,
-        ),
-        (
-            ResponseHead {
-                content_type: Some("text/event-stream"),
-                ..json_head(200)
-            },
-            Reason::EventStream,
         ),
         (
             ResponseHead {
@@ -167,17 +278,25 @@ fn response_heads_that_pass() {
         content_encoding: Some("identity"),
         ..json_head(200)
     };
-    assert_eq!(e.response_headers(identity), ResponsePlan::Buffer);
+    assert_eq!(
+        e.response_headers(identity),
+        ResponsePlan::Rewrite {
+            hold_headers: false
+        }
+    );
 }
 
 #[test]
-fn oversize_response_stops_buffering_and_passes() {
+fn oversize_response_releases_what_it_took_and_passes() {
     let mut e = exchange(r#"{"max_body_bytes":2048}"#);
     into_tool_call(&mut e);
-    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Buffer);
-    assert_eq!(e.response_body(1024, false), BodyStep::Wait);
-    assert_eq!(e.response_body(4096, false), BodyStep::Pass);
-    assert_eq!(e.response_body(8192, true), BodyStep::Pass);
+    e.response_headers(json_head(200));
+    let body: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let chunks: Vec<&[u8]> = body.chunks(1000).collect();
+    let (sent, steps) = respond(&mut e, &chunks);
+    assert_eq!(sent, body, "every byte arrives, in order");
+    assert_eq!(steps[2].body.as_ref().map(Vec::len), Some(3000));
+    assert_eq!(steps[3], Step::pass());
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
@@ -191,4 +310,320 @@ fn media_type_drops_parameters() {
         "application/json"
     );
     assert_eq!(media_type(""), "");
+}
+
+mod trim {
+    use super::*;
+    use crate::stage::trim::LlmReply;
+
+    const CONFIG: &str = r#"{"trim":{"enabled":true,"threshold_bytes":100}}"#;
+    const CALL_WITH_INTENT: &[u8] =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"ids 1 and 2"}}}"#;
+
+    fn reply() -> (String, LlmReply) {
+        let extracted = r#"[{"id":1,"name":"n1"},{"id":2,"name":"n2"}]"#.to_string();
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": extracted}}]})
+            .to_string()
+            .into_bytes();
+        (extracted, LlmReply::Response { status: 200, body })
+    }
+
+    fn into_trimmed_call(e: &mut Exchange) {
+        let stream = StreamInfo::default();
+        let plan = e.request_headers(head(&stream, "POST", Some("application/json")));
+        assert!(plan.remove_content_length);
+        let (a, b) = CALL_WITH_INTENT.split_at(30);
+        assert_eq!(
+            e.request_chunk(a, false, &mut NoSessions),
+            Step::swallow(false)
+        );
+        let step = e.request_chunk(b, true, &mut NoSessions);
+        let sent = text_of(&step.body.unwrap());
+        assert!(
+            !sent.contains("expected_info") && sent.contains(r#""name":"rows""#),
+            "{sent}"
+        );
+    }
+
+    #[test]
+    fn json_body_waits_for_the_callout_then_goes_whole() {
+        let mut e = exchange(CONFIG);
+        into_trimmed_call(&mut e);
+        e.response_headers(json_head(200));
+        let body = result_data(1);
+        let (a, b) = body.as_bytes().split_at(100);
+        assert_eq!(
+            e.response_chunk(a, false, &mut NoSessions),
+            Step::swallow(false)
+        );
+        let step = e.response_chunk(b, true, &mut NoSessions);
+        assert_eq!(
+            (step.body.as_ref(), step.flow),
+            (None, Flow::Pause),
+            "the host keeps the last chunk"
+        );
+        let call = step.callout.unwrap();
+        assert!(text_of(&call.body).contains("ids 1 and 2"));
+        assert!(!e.is_done());
+        let (extracted, reply) = reply();
+        let done = e.callout_reply(&reply, &mut NoSessions);
+        assert_eq!(done.flow, Flow::Continue);
+        let v: Value = serde_json::from_slice(&done.body.unwrap()).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], extracted);
+        assert_eq!(
+            reasons(&e),
+            vec![
+                Outcome::Trimmed,
+                Outcome::Passthrough(Reason::BelowMinBytes)
+            ]
+        );
+        assert!(e.is_done());
+    }
+
+    #[test]
+    fn a_failed_call_sends_the_original_whole() {
+        let mut e = exchange(CONFIG);
+        into_trimmed_call(&mut e);
+        e.response_headers(json_head(200));
+        let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "word ".repeat(50)}]}}).to_string();
+        let (a, b) = body.as_bytes().split_at(100);
+        e.response_chunk(a, false, &mut NoSessions);
+        assert!(e.response_chunk(b, true, &mut NoSessions).callout.is_some());
+        let done = e.callout_reply(&LlmReply::NotSent, &mut NoSessions);
+        assert_eq!(done.body.as_deref(), Some(body.as_bytes()));
+        assert_eq!(
+            reasons(&e),
+            vec![
+                Outcome::Passthrough(Reason::TrimUnavailable),
+                Outcome::Passthrough(Reason::BelowMinBytes)
+            ]
+        );
+    }
+
+    #[test]
+    fn sse_result_held_while_the_call_runs() {
+        let mut e = exchange(CONFIG);
+        into_trimmed_call(&mut e);
+        e.response_headers(super::streams::sse_head());
+        let progress = format!("data: {}\n\n", super::streams::PROGRESS);
+        let result = format!("data: {}\n\n", result_data(1));
+        // Progress, then the result: progress goes out, the call starts.
+        let chunk = format!("{progress}{result}");
+        let step = e.response_chunk(chunk.as_bytes(), false, &mut NoSessions);
+        assert_eq!(step.body.as_deref(), Some(progress.as_bytes()));
+        assert_eq!(step.flow, Flow::Continue);
+        assert!(step.callout.is_some());
+        // The stream ends while the call runs: the host pauses on it.
+        let tail = format!("data: {}\n\n", super::streams::PROGRESS);
+        let step = e.response_chunk(tail.as_bytes(), true, &mut NoSessions);
+        assert_eq!(
+            (step.body, step.flow, step.callout),
+            (None, Flow::Pause, None)
+        );
+        let (extracted, reply) = reply();
+        let done = e.callout_reply(&reply, &mut NoSessions);
+        assert_eq!(done.flow, Flow::Continue);
+        let out = text_of(&done.body.unwrap());
+        assert!(out.ends_with(&tail), "held events follow in order");
+        let data = out
+            .strip_prefix("data: ")
+            .unwrap()
+            .split("\n\n")
+            .next()
+            .unwrap();
+        let v: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], extracted);
+    }
+
+    #[test]
+    fn sse_reply_before_the_end_goes_out_with_the_next_chunk() {
+        let mut e = exchange(CONFIG);
+        into_trimmed_call(&mut e);
+        e.response_headers(super::streams::sse_head());
+        let result = format!("data: {}\n\n", result_data(1));
+        let step = e.response_chunk(result.as_bytes(), false, &mut NoSessions);
+        assert!(step.callout.is_some());
+        let (_, reply) = reply();
+        let after = e.callout_reply(&reply, &mut NoSessions);
+        assert_eq!((after.body, after.flow), (None, Flow::Continue));
+        let last = b": bye\n\n";
+        let step = e.response_chunk(last, true, &mut NoSessions);
+        let out = text_of(&step.body.unwrap());
+        assert!(out.starts_with("data: {") && out.ends_with(": bye\n\n"));
+    }
+}
+
+mod streams {
+    use super::*;
+
+    pub(super) const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#;
+
+    pub(super) fn sse_head() -> ResponseHead<'static> {
+        ResponseHead {
+            content_type: Some("text/event-stream"),
+            ..json_head(200)
+        }
+    }
+
+    #[test]
+    fn progress_goes_out_at_once_and_the_result_is_rewritten() {
+        let mut e = exchange("{}");
+        into_tool_call(&mut e);
+        assert_eq!(
+            e.response_headers(sse_head()),
+            ResponsePlan::Rewrite {
+                hold_headers: false
+            }
+        );
+        let data = result_data(1);
+        let first = format!(
+            "event: message\r\ndata: {PROGRESS}\r\n\r\ndata: {}",
+            &data[..20]
+        );
+        let second = format!("{}\r\n\r\n", &data[20..]);
+        let (_, steps) = respond(&mut e, &[first.as_bytes(), second.as_bytes()]);
+        assert_eq!(
+            text_of(steps[0].body.as_ref().unwrap()),
+            format!("event: message\r\ndata: {PROGRESS}\r\n\r\n")
+        );
+        let out2 = text_of(steps[1].body.as_ref().unwrap());
+        let data = out2
+            .strip_prefix("data: ")
+            .unwrap()
+            .strip_suffix("\r\n\r\n")
+            .unwrap();
+        let v: Value = serde_json::from_str(data).unwrap();
+        assert!(v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[mcp-toon/v1]"));
+        assert_eq!(reasons(&e), vec![Outcome::Encoded]);
+    }
+
+    #[test]
+    fn every_split_gives_the_same_output() {
+        let stream = format!(
+            "data: {PROGRESS}\n\n: keepalive\n\ndata: {}\n\n",
+            result_data(1)
+        );
+        let run = |chunks: &[&[u8]]| {
+            let mut e = exchange("{}");
+            into_tool_call(&mut e);
+            e.response_headers(sse_head());
+            respond(&mut e, chunks).0
+        };
+        let whole = run(&[stream.as_bytes()]);
+        assert_ne!(whole, stream.as_bytes());
+        for cut in 0..=stream.len() {
+            let (a, b) = stream.as_bytes().split_at(cut);
+            assert_eq!(run(&[a, b]), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn oversize_and_truncated_events_pass_unchanged_and_counted() {
+        let mut e = exchange(r#"{"max_event_bytes":1024}"#);
+        into_tool_call(&mut e);
+        e.response_headers(sse_head());
+        let big = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": table_text().repeat(3)}]}});
+        let stream = format!("data: {big}\n\ndata: {{\"jsonrpc\":");
+        let (sent, _) = respond(&mut e, &[stream.as_bytes()]);
+        assert_eq!(sent, stream.as_bytes());
+        assert_eq!(
+            reasons(&e),
+            vec![
+                Outcome::Passthrough(Reason::EventTooLarge),
+                Outcome::Passthrough(Reason::StreamTruncated)
+            ]
+        );
+    }
+
+    #[derive(Default)]
+    struct Shared(HashMap<String, Vec<u8>>);
+
+    impl SessionStore for Shared {
+        fn get(&self, key: &str) -> Option<Vec<u8>> {
+            self.0.get(key).cloned()
+        }
+        fn set(&mut self, key: &str, value: &[u8]) {
+            self.0.insert(key.to_string(), value.to_vec());
+        }
+    }
+
+    fn legacy_get(e: &mut Exchange) {
+        let stream = StreamInfo::default();
+        let h = RequestHead {
+            path: "/sse",
+            content_type: None,
+            accept: Some("text/event-stream"),
+            ..head(&stream, "GET", None)
+        };
+        assert_eq!(e.request_headers(h), RequestPlan::default());
+        assert_eq!(
+            e.response_headers(sse_head()),
+            ResponsePlan::Rewrite {
+                hold_headers: false
+            }
+        );
+    }
+
+    fn legacy_post(e: &mut Exchange, shared: &mut Shared, tool: &str) {
+        let stream = StreamInfo::default();
+        let h = RequestHead {
+            path: "/messages/?session_id=abc123",
+            ..head(&stream, "POST", Some("application/json"))
+        };
+        e.request_headers(h);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{tool}"}}}}"#
+        );
+        e.request_chunk(body.as_bytes(), true, shared);
+    }
+
+    fn legacy_stream(e: &mut Exchange, shared: &mut Shared) -> String {
+        let stream = format!(
+            "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: {}\n\n",
+            result_data(7)
+        );
+        let step = e.response_chunk(stream.as_bytes(), false, shared);
+        text_of(&step.body.unwrap())
+    }
+
+    #[test]
+    fn legacy_stream_uses_the_tool_recorded_by_the_post() {
+        let config = r#"{"tools":{"quiet":{"toon":{"mode":"off"}}}}"#;
+        let mut shared = Shared::default();
+        let mut post = exchange(config);
+        legacy_post(&mut post, &mut shared, "quiet");
+        let mut get = exchange(config);
+        legacy_get(&mut get);
+        let stream = format!(
+            "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: {}\n\n",
+            result_data(7)
+        );
+        let step = get.response_chunk(stream.as_bytes(), false, &mut shared);
+        assert_eq!(
+            step,
+            Step::pass(),
+            "the per-tool override applied: nothing changed"
+        );
+        assert_eq!(get.report().decisions[0].tool.as_deref(), Some("quiet"));
+        assert_eq!(reasons(&get), vec![Outcome::Passthrough(Reason::ModeOff)]);
+        assert!(
+            shared.0.values().all(Vec::is_empty),
+            "records are cleared once used"
+        );
+    }
+
+    #[test]
+    fn legacy_stream_without_records_recognises_tool_results_by_shape() {
+        let mut get = exchange("{}");
+        legacy_get(&mut get);
+        let out = legacy_stream(&mut get, &mut Shared::default());
+        assert!(out.starts_with(
+            "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: "
+        ));
+        assert!(out.contains("[mcp-toon/v1]"));
+        assert_eq!(reasons(&get), vec![Outcome::Encoded]);
+    }
 }

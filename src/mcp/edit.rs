@@ -35,6 +35,11 @@ impl Edits {
         }
     }
 
+    /// Replaces a span found earlier with [`Edits::span_of`].
+    pub fn replace_span(&mut self, span: Range<usize>, with: String) {
+        self.spans.push((span, with));
+    }
+
     /// Inserts `text` at byte offset `at`.
     pub fn insert(&mut self, at: usize, text: String) {
         self.spans.push((at..at, text));

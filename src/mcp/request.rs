@@ -16,6 +16,8 @@ pub struct Call {
     pub method: String,
     /// `params.name` of a `tools/call`.
     pub tool: Option<String>,
+    /// The declared intent of a `tools/call` (see [`crate::intent`]).
+    pub intent: Option<String>,
 }
 
 /// The requests of one body, in order.
@@ -42,6 +44,12 @@ struct CallParams {
 impl RequestInfo {
     /// Parses a JSON-RPC request body; `None` when it is not one.
     pub fn parse(body: &[u8]) -> Option<RequestInfo> {
+        Self::parse_with_intent(body, None)
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared intent
+    /// from the argument named `intent_argument`.
+    pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let trimmed = text.trim_start();
         let raws: Vec<&RawValue> = if trimmed.starts_with('[') {
@@ -57,18 +65,21 @@ impl RequestInfo {
             let (Some(id), Some(method)) = (req.id.and_then(id_key), req.method) else {
                 continue;
             };
-            let tool = if method == TOOLS_CALL {
-                req.params
-                    .filter(|p| p.get().trim_start().starts_with('{'))
-                    .and_then(|p| serde_json::from_str::<CallParams>(p.get()).ok())
-                    .and_then(|p| p.name)
-            } else {
-                None
+            let params = req.params.filter(|p| p.get().starts_with('{'));
+            let (tool, intent) = match params {
+                Some(p) if method == TOOLS_CALL => (
+                    serde_json::from_str::<CallParams>(p.get())
+                        .ok()
+                        .and_then(|p| p.name),
+                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                ),
+                _ => (None, None),
             };
             calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
+                intent,
             });
         }
         Some(RequestInfo { calls })
@@ -97,7 +108,8 @@ mod tests {
             vec![Call {
                 id: "7".into(),
                 method: "tools/call".into(),
-                tool: Some("rows".into())
+                tool: Some("rows".into()),
+                intent: None
             }]
         );
     }

@@ -22,6 +22,8 @@ struct RawMessage<'a> {
     #[serde(borrow)]
     id: Option<&'a RawValue>,
     #[serde(borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow)]
     result: Option<&'a RawValue>,
     #[serde(borrow)]
     error: Option<&'a RawValue>,
@@ -42,6 +44,11 @@ pub fn parse_messages(text: &str) -> Option<Vec<Message<'_>>> {
             return None;
         }
         let m: RawMessage = serde_json::from_str(raw.get()).ok()?;
+        // A request or notification from the server (sampling, progress):
+        // its id lives in the server's id space, never one of ours.
+        if m.method.is_some() {
+            continue;
+        }
         out.push(Message {
             id: m.id.and_then(id_key),
             result: m.result,
@@ -97,6 +104,7 @@ pub struct ToolEntry<'a> {
     pub raw: &'a RawValue,
     pub name: Option<String>,
     pub description: Option<&'a RawValue>,
+    pub input_schema: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +118,8 @@ struct RawTool<'a> {
     name: Option<String>,
     #[serde(borrow)]
     description: Option<&'a RawValue>,
+    #[serde(rename = "inputSchema", borrow)]
+    input_schema: Option<&'a RawValue>,
 }
 
 /// The tools of a `tools/list` result.
@@ -128,6 +138,7 @@ pub fn tool_entries<'a>(result: &'a RawValue) -> Option<Vec<ToolEntry<'a>>> {
             raw,
             name: t.name,
             description: t.description,
+            input_schema: t.input_schema,
         });
     }
     Some(out)

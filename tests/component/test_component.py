@@ -31,6 +31,8 @@ CONFIG_CASES = [
     ('{"toon":{"mode":"always","header":"none"}}', True),
     ('{"max_body_bytes":1024}', True),
     ('{"toon":{"mode":"off"}}', True),
+    # Trim on: the component has no HTTP client, so its callout fails open.
+    ('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}', True),
     ('{"toon":{"mode":"sometimes"}}', False),
     ('{"toon":{"min_savings_pct":95}}', False),
     ('{"max_body_bytes":10}', False),
@@ -42,9 +44,9 @@ CONFIGS = [c for c, _ in CONFIG_CASES]
 USABLE = [i for i, (_, ok) in enumerate(CONFIG_CASES) if ok]
 
 
-def call(id_json, tool="list_things"):
+def call(id_json, tool="list_things", arguments=None):
     return json.dumps({"jsonrpc": "2.0", "id": json.loads(id_json), "method": "tools/call",
-                       "params": {"name": tool, "arguments": {}}}).encode()
+                       "params": {"name": tool, "arguments": arguments or {}}}).encode()
 
 
 def table_text(n):
@@ -84,6 +86,8 @@ def exchanges():
             "content": [{"type": "text", "text": table_text(40)}], "isError": True}}).encode()),
         ("invalid-utf8", call("7"), b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}\xff'),
         ("id-mismatch", call("8"), response("7", table_text(40))),
+        ("with-intent", call("7", arguments={"expected_info": "ids and names only"}),
+         response("7", table_text(40))),
     ]
     for config in USABLE:
         for name, request, body in bodies:
@@ -259,6 +263,13 @@ def test_process_response_cases_do_what_they_say(host, processors):
     assert out["changed"] and [d["outcome"] for d in decisions] == ["encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
+    out, _ = run("event-stream")
+    assert out["changed"] and bytes(out["body"]).startswith(b"event: message\r\ndata: ")
+    trim = CONFIGS.index('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}')
+    out, decisions = run(f"with-intent@config{trim}")
+    assert out["changed"], decisions
+    assert [d["stage"] for d in decisions] == ["trim", "toon"], decisions
+    assert decisions[0]["outcome"] == "passthrough" and decisions[1]["outcome"] == "encoded"
 
 
 def test_toon_encode_and_decode_equal_native(host, cases, native):

@@ -1,1 +1,170 @@
+use serde_json::{json, Value};
 
+use super::*;
+use crate::config::TrimSettings;
+
+fn settings() -> TrimSettings {
+    TrimSettings {
+        enabled: true,
+        ..TrimSettings::default()
+    }
+}
+
+fn completion(content: &str) -> LlmReply {
+    LlmReply::Response {
+        status: 200,
+        body: json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn header<'a>(r: &'a LlmRequest, name: &str) -> Option<&'a str> {
+    r.headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn request_carries_prompt_intent_and_content() {
+    let r = build_request(
+        &settings(),
+        "the price of sku A1",
+        &["[{\"sku\":\"A1\",\"price\":9.5}]"],
+    );
+    assert_eq!(r.cluster, "llm");
+    assert_eq!(r.timeout_ms, 10_000);
+    assert_eq!(header(&r, ":method"), Some("POST"));
+    assert_eq!(header(&r, ":path"), Some("/v1/chat/completions"));
+    assert_eq!(header(&r, ":authority"), Some("llm.internal"));
+    assert_eq!(header(&r, "content-type"), Some("application/json"));
+    assert_eq!(header(&r, "client_id"), None);
+    assert_eq!(header(&r, "authorization"), None);
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(
+        body.get("model").is_none(),
+        "no model: the endpoint chooses"
+    );
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("character for character"));
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("Intent: the price of sku A1")
+            && user.contains("[{\"sku\":\"A1\",\"price\":9.5}]")
+    );
+}
+
+#[test]
+fn model_and_credentials_when_configured() {
+    let s = TrimSettings {
+        model: "gpt-4o-mini".into(),
+        client_id: "gateway".into(),
+        client_secret: "s3cret".into(),
+        ..settings()
+    };
+    let r = build_request(&s, "x", &["y"]);
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["model"], "gpt-4o-mini");
+    assert_eq!(header(&r, "client_id"), Some("gateway"));
+    assert_eq!(header(&r, "client_secret"), Some("s3cret"));
+    let shown = format!("{r:?} {s:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
+fn all_blocks_in_one_call_map_back_by_position() {
+    let s = TrimSettings {
+        blocks: TrimBlocks::All,
+        ..settings()
+    };
+    let r = build_request(&s, "ids", &["first block", "second block"]);
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("--- part 1 ---\nfirst block")
+            && user.contains("--- part 2 ---\nsecond block")
+    );
+    assert_eq!(
+        parse_reply(&completion(r#"["a","b"]"#), 10_000, 2),
+        Ok(vec!["a".into(), "b".into()])
+    );
+    assert_eq!(
+        parse_reply(&completion("```json\n[\"a\",\"b\"]\n```"), 10_000, 2),
+        Ok(vec!["a".into(), "b".into()])
+    );
+    assert_eq!(
+        parse_reply(&completion(r#"["a"]"#), 10_000, 2),
+        Err(Reason::TrimMalformed)
+    );
+    assert_eq!(
+        parse_reply(&completion("a and b"), 10_000, 2),
+        Err(Reason::TrimMalformed)
+    );
+}
+
+#[test]
+fn reply_failures_name_their_reason() {
+    assert_eq!(
+        parse_reply(&completion("kept"), 1000, 1),
+        Ok(vec!["kept".to_string()])
+    );
+    assert_eq!(
+        parse_reply(&completion("```\nkept\n```"), 1000, 1),
+        Ok(vec!["kept".to_string()])
+    );
+    let cases = [
+        (LlmReply::NotSent, Reason::TrimUnavailable),
+        (LlmReply::Failed { elapsed_ms: 950 }, Reason::TrimTimeout),
+        (LlmReply::Failed { elapsed_ms: 3 }, Reason::TrimUnavailable),
+        (
+            LlmReply::Response {
+                status: 500,
+                body: b"oops".to_vec(),
+            },
+            Reason::TrimStatus,
+        ),
+        (
+            LlmReply::Response {
+                status: 200,
+                body: b"not json".to_vec(),
+            },
+            Reason::TrimMalformed,
+        ),
+        (
+            LlmReply::Response {
+                status: 200,
+                body: br#"{"choices":[]}"#.to_vec(),
+            },
+            Reason::TrimMalformed,
+        ),
+        (
+            LlmReply::Response {
+                status: 200,
+                body: br#"{"choices":[{"message":{"content":null}}]}"#.to_vec(),
+            },
+            Reason::TrimMalformed,
+        ),
+    ];
+    for (reply, reason) in cases {
+        assert_eq!(parse_reply(&reply, 1000, 1), Err(reason), "{reply:?}");
+    }
+}
+
+#[test]
+fn guard_keeps_only_smaller_non_empty_extractions() {
+    assert_eq!(guard("0123456789", "0123"), Ok(()));
+    assert_eq!(guard("0123456789", "0123456789"), Err(Reason::TrimLarger));
+    assert_eq!(guard("0123456789", "0123456789ab"), Err(Reason::TrimLarger));
+    assert_eq!(guard("0123456789", "  \n"), Err(Reason::TrimMalformed));
+}
+
+#[test]
+fn selection() {
+    assert_eq!(select(TrimBlocks::First, &[2, 5]), vec![2]);
+    assert_eq!(select(TrimBlocks::All, &[2, 5]), vec![2, 5]);
+    assert!(select(TrimBlocks::First, &[]).is_empty());
+}

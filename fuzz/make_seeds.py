@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of each fuzz target (fuzz/seeds/<target>/) from the
+same shapes the unit tests use: tabular and non-tabular tool results, SSE
+streams with progress, batches, errors, listings, configs. Deterministic;
+run it again after changing a target's input layout."""
+
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rows(n, nested=False):
+    out = []
+    for i in range(n):
+        r = {"id": i, "name": f"user-{i} é€", "active": i % 2 == 0, "score": 1.5 + i}
+        if nested:
+            r["geo"] = {"lat": i / 3, "lon": -i}
+        out.append(r)
+    return out
+
+
+def result(id_, text, extra=None):
+    res = {"content": [{"type": "text", "text": text}]}
+    res.update(extra or {})
+    return {"jsonrpc": "2.0", "id": id_, "result": res}
+
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "rows", "arguments": {"q": 1, "expected_info": "ids"}}}
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+BODIES = [
+    json.dumps(result(1, json.dumps(rows(30)))),
+    json.dumps(result(1, json.dumps({"total": 99, "items": rows(12, nested=True)}, indent=2))),
+    json.dumps(result(1, "plain prose " * 40)),
+    json.dumps(result(1, json.dumps(rows(10)), {"isError": True})),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "bad"}}),
+    json.dumps([result(1, json.dumps(rows(8))), {"jsonrpc": "2.0", "method": "notifications/progress"}]),
+    json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        {"name": "rows", "description": "Rows.", "inputSchema": {"type": "object", "properties": {}}}]}}),
+    '{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"[{\\"a\\":1,\\"a\\":2}]"}]}}',
+]
+
+
+def sse(body):
+    progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
+    return f": ping\r\n\r\nevent: message\r\ndata: {progress}\r\n\r\nid: 7\r\ndata: {body}\r\n\r\n"
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "seeds", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def main():
+    n = 0
+    for i, body in enumerate(BODIES):
+        for knobs in (0, 1, 2, 3, 4, 0x80, 0x83):
+            req = json.dumps(LIST if "tools" in body and '"tools"' in body[:60] else CALL).encode()
+            resp = (sse(body) if knobs & 0x80 else body).encode()
+            data = bytes([knobs, i % 5, i % 5]) + struct.pack(">H", len(req)) + req + resp
+            write("pipeline", f"seed-{i}-{knobs}", data)
+            n += 1
+    for i, text in enumerate([json.dumps(rows(20)), json.dumps({"items": rows(6, True), "next": None}),
+                              json.dumps(rows(5), indent=2), "[1,2,3]", '"x"', "not json",
+                              json.dumps([{"a": "```"}, {"a": "-1e5"}, {"a": " true"}, {"a": "#x"}])]):
+        for knobs in (0, 1, 2, 0x80):
+            write("toon_stage", f"seed-{i}-{knobs}", bytes([knobs]) + text.encode())
+    for i, cfg in enumerate(["{}", '{"toon":{"mode":"always","header":"fence"}}',
+                             '{"servers":[{"match":{"cluster":"c"},"toon":{"min_savings_pct":30},'
+                             '"tools":{"t":{"trim":{"enabled":true}}}}],"trim":{"client_id":"a","client_secret":"b"}}',
+                             '{"toon":{"mode":"x"}}']):
+        write("config", f"seed-{i}", cfg.encode())
+    print(f"wrote {n} pipeline seeds and the toon_stage and config seeds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,483 @@
+//! One HTTP stream as the core sees it: request head and body, response head
+//! and body, and the answer to a trim callout. Every decision about a stream
+//! is made here, so an adapter only relays host events and performs the
+//! [`Step`] it gets back.
+//!
+//! Three response shapes (MCP 2025-06-18 "Transports"):
+//! - `application/json` answering a POST: buffered whole, then rewritten;
+//! - `text/event-stream` answering a POST: events rewritten one by one as
+//!   they complete ([`stream`]);
+//! - the long-lived GET stream of the 2024-11-05 HTTP+SSE transport, whose
+//!   requests arrive as POSTs on other streams ([`session`]).
+
+mod session;
+mod stream;
+
+use std::sync::Arc;
+
+pub use session::{NoSessions, SessionStore};
+
+use crate::config::{ServerScope, Settings, StreamInfo};
+use crate::mcp::{self, RequestInfo};
+use crate::outcome::Reason;
+use crate::pipeline::{self, Job, Output};
+use crate::report::{Decision, Report};
+use crate::stage::trim::{LlmReply, LlmRequest};
+
+/// What the host knows when request headers arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    pub stream: &'a StreamInfo,
+    pub method: &'a str,
+    /// `:path`, query included.
+    pub path: &'a str,
+    pub content_type: Option<&'a str>,
+    pub accept: Option<&'a str>,
+    /// No body follows.
+    pub end_of_stream: bool,
+}
+
+/// What to do with the request headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestPlan {
+    /// Remove `accept-encoding` so the server answers uncompressed.
+    pub strip_accept_encoding: bool,
+    /// Buffer the body and hand it over when complete.
+    pub read_body: bool,
+    /// The body may be rewritten (intent argument removed): the old
+    /// `content-length` must not go upstream.
+    pub remove_content_length: bool,
+}
+
+/// What the host knows when response headers arrive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResponseHead<'a> {
+    pub status: Option<u16>,
+    pub content_type: Option<&'a str>,
+    pub content_encoding: Option<&'a str>,
+    pub content_length: Option<usize>,
+    pub end_of_stream: bool,
+}
+
+/// What to do with the response headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponsePlan {
+    /// Leave the response alone.
+    Pass,
+    /// The body may change size. `hold_headers`: pause the headers and let
+    /// a later [`Step::content_length`] set the exact length; otherwise
+    /// remove `content-length` now (the body goes chunked).
+    Rewrite { hold_headers: bool },
+}
+
+/// Whether the host lets the body go on after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Let the (possibly replaced) bytes go; after a callout reply, resume
+    /// if paused.
+    Continue,
+    /// Keep the bytes of this callback buffered and stop (or stay stopped).
+    Pause,
+}
+
+/// The answer to a body callback or a callout reply.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Replace the bytes the host holds for this callback (after a callout:
+    /// the bytes it kept when it paused) with these; `None` leaves them.
+    /// The core keeps what it takes out and sends it later.
+    pub body: Option<Vec<u8>>,
+    /// Headers were held: set this exact `content-length` (and the summary
+    /// header) before they go.
+    pub content_length: Option<usize>,
+    pub flow: Flow,
+    /// Make this call and hand its outcome to [`Exchange::callout_reply`].
+    pub callout: Option<LlmRequest>,
+}
+
+impl Step {
+    fn new(body: Option<Vec<u8>>, flow: Flow) -> Self {
+        Step {
+            body,
+            content_length: None,
+            flow,
+            callout: None,
+        }
+    }
+
+    fn pass() -> Self {
+        Step::new(None, Flow::Continue)
+    }
+
+    fn send(bytes: Vec<u8>) -> Self {
+        Step::new(Some(bytes), Flow::Continue)
+    }
+
+    /// Takes the callback's bytes out of the stream into the core.
+    fn swallow(pause: bool) -> Self {
+        Step::new(
+            Some(Vec::new()),
+            if pause { Flow::Pause } else { Flow::Continue },
+        )
+    }
+
+    fn with_callout(mut self, request: LlmRequest) -> Self {
+        self.callout = Some(request);
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for a request body worth reading.
+    Request,
+    /// The request is a tool call (or listing, or a legacy event stream).
+    Interested,
+    /// Buffering a JSON response body.
+    Buffering,
+    /// Rewriting an event stream.
+    Streaming,
+    /// Nothing more to do on this stream.
+    Done,
+}
+
+/// Per-stream state.
+#[derive(Debug)]
+pub struct Exchange {
+    settings: Arc<Settings>,
+    scope: ServerScope,
+    phase: Phase,
+    request: RequestInfo,
+    /// The 2024-11-05 GET event stream: requests come from other streams.
+    legacy: bool,
+    /// The 2024-11-05 session: from a POST's query, or a GET stream's
+    /// `endpoint` event.
+    session: Option<String>,
+    /// Request bytes taken out of the stream while the body is read.
+    request_body: Collected,
+    /// Response bytes taken out of the stream while the body is buffered.
+    response_body: Collected,
+    /// Response headers are paused until the body is done.
+    hold_headers: bool,
+    /// A JSON body waiting for its callout.
+    job: Option<Job>,
+    stream: Option<stream::SseState>,
+    report: Report,
+}
+
+/// Body bytes the core keeps. Envoy appends each chunk to its own buffer
+/// before calling the plugin and resets the stream when that buffer passes
+/// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
+/// chunk landing on top. So the core takes every chunk out of Envoy's
+/// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
+#[derive(Debug, Default)]
+struct Collected {
+    bytes: Vec<u8>,
+    seen: usize,
+}
+
+impl Collected {
+    fn count(&mut self, chunk: &[u8]) -> usize {
+        self.seen = self.seen.saturating_add(chunk.len());
+        self.seen
+    }
+
+    /// Everything kept, then `chunk`.
+    fn take_with(&mut self, chunk: &[u8]) -> Vec<u8> {
+        let mut all = std::mem::take(&mut self.bytes);
+        all.extend_from_slice(chunk);
+        all
+    }
+}
+
+impl Exchange {
+    pub fn new(settings: Arc<Settings>) -> Self {
+        Self {
+            settings,
+            scope: ServerScope::default(),
+            phase: Phase::Request,
+            request: RequestInfo::default(),
+            legacy: false,
+            session: None,
+            request_body: Collected::default(),
+            response_body: Collected::default(),
+            hold_headers: false,
+            job: None,
+            stream: None,
+            report: Report::default(),
+        }
+    }
+
+    fn pass(&mut self, reason: Reason) {
+        self.report.push(Decision::response(reason));
+        self.phase = Phase::Done;
+    }
+
+    /// Streamable HTTP: every client message is a POST with a JSON body.
+    /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
+    pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
+        self.scope = self.settings.server_for(head.stream);
+        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
+        let accepts_sse = head
+            .accept
+            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
+        if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
+            self.legacy = true;
+            self.phase = Phase::Interested;
+            return RequestPlan::default();
+        }
+        if !head.method.eq_ignore_ascii_case("POST")
+            || !is(head.content_type, "application/json")
+            || head.end_of_stream
+        {
+            self.pass(Reason::RequestNotJsonRpc);
+            return RequestPlan::default();
+        }
+        self.session_of(head.path);
+        RequestPlan {
+            strip_accept_encoding: self.settings.strip_accept_encoding,
+            read_body: true,
+            remove_content_length: self.strips_intent(),
+        }
+    }
+
+    /// One chunk of the request body. The request is only rewritten when
+    /// the intent argument may need to come out; otherwise every chunk goes
+    /// upstream at once and the core keeps a copy.
+    pub fn request_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
+        if self.phase != Phase::Request {
+            return Step::pass();
+        }
+        let rewrites = self.strips_intent();
+        if self.request_body.count(chunk) > self.settings.max_body_bytes {
+            self.pass(Reason::RequestTooLarge);
+            let kept = rewrites && !self.request_body.bytes.is_empty();
+            let body = self.request_body.take_with(chunk);
+            return if kept { Step::send(body) } else { Step::pass() };
+        }
+        if !end_of_stream {
+            self.request_body.bytes.extend_from_slice(chunk);
+            return if rewrites {
+                Step::swallow(false)
+            } else {
+                Step::pass()
+            };
+        }
+        let body = self.request_body.take_with(chunk);
+        match self.request_complete(&body, sessions) {
+            Some(new) => Step::send(new),
+            None if rewrites && body.len() > chunk.len() => Step::send(body),
+            None => Step::pass(),
+        }
+    }
+
+    fn strips_intent(&self) -> bool {
+        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    }
+
+    /// The complete request body; returns the body to send upstream if it
+    /// changed (the intent argument taken out of `tools/call` arguments).
+    fn request_complete(
+        &mut self,
+        body: &[u8],
+        sessions: &mut dyn SessionStore,
+    ) -> Option<Vec<u8>> {
+        let arg = self
+            .settings
+            .trim_anywhere()
+            .then_some(self.settings.trim.intent_argument.as_str());
+        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
+            self.pass(Reason::RequestNotJsonRpc);
+            return None;
+        };
+        let rewritten = if self.strips_intent() && info.has_method(mcp::TOOLS_CALL) {
+            std::str::from_utf8(body)
+                .ok()
+                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
+                .map(String::into_bytes)
+        } else {
+            None
+        };
+        self.remember_calls(&info, sessions);
+        let wanted = info.has_method(mcp::TOOLS_CALL)
+            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
+        if wanted {
+            self.request = info;
+            self.phase = Phase::Interested;
+        } else {
+            self.pass(Reason::NotToolsCall);
+        }
+        rewritten
+    }
+
+    pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
+        if self.phase != Phase::Interested {
+            self.phase = Phase::Done;
+            return ResponsePlan::Pass;
+        }
+        let media = head.content_type.map(media_type).unwrap_or_default();
+        let reason = if !head.status.is_some_and(|s| (200..300).contains(&s)) {
+            Some(Reason::HttpStatus)
+        } else if head
+            .content_encoding
+            .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
+        {
+            Some(Reason::ContentEncoding)
+        } else if head.end_of_stream
+            || !(media == "application/json" || media == "text/event-stream")
+            || (self.legacy && media != "text/event-stream")
+        {
+            Some(Reason::NotJsonResponse)
+        } else {
+            None
+        };
+        if let Some(r) = reason {
+            self.pass(r);
+            return ResponsePlan::Pass;
+        }
+        if media == "text/event-stream" {
+            self.phase = Phase::Streaming;
+            self.stream = Some(stream::SseState::new(self.settings.max_event_bytes));
+            return ResponsePlan::Rewrite {
+                hold_headers: false,
+            };
+        }
+        self.phase = Phase::Buffering;
+        // Hold only a body of known length the core will buffer whole: it
+        // then ends in one rewrite. A body of unknown length may end past
+        // `max_body_bytes`, and held headers would keep a stale length.
+        self.hold_headers = self.settings.hold_headers
+            && head
+                .content_length
+                .is_some_and(|n| n <= self.settings.max_body_bytes);
+        ResponsePlan::Rewrite {
+            hold_headers: self.hold_headers,
+        }
+    }
+
+    /// One chunk of the response body.
+    pub fn response_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
+        match self.phase {
+            Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
+            Phase::Buffering => self.json_chunk(chunk, end_of_stream),
+            _ => Step::pass(),
+        }
+    }
+
+    fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+        if self.response_body.count(chunk) > self.settings.max_body_bytes {
+            // What was taken out goes back in front of this chunk, unchanged.
+            self.pass(Reason::ResponseTooLarge);
+            let kept = !self.response_body.bytes.is_empty();
+            let body = self.response_body.take_with(chunk);
+            return if kept { Step::send(body) } else { Step::pass() };
+        }
+        if !end_of_stream {
+            self.response_body.bytes.extend_from_slice(chunk);
+            // Continuing would release held headers.
+            return Step::swallow(self.hold_headers);
+        }
+        self.phase = Phase::Done;
+        let kept = !self.response_body.bytes.is_empty();
+        let body = self.response_body.take_with(chunk);
+        match pipeline::start(
+            &self.settings,
+            self.scope,
+            &self.request,
+            body,
+            &mut self.report,
+        ) {
+            Err(original) => self.final_body(Output::Unchanged(original), kept),
+            Ok(job) => match job.callout().cloned() {
+                // The host keeps this last chunk while the call runs; the
+                // reply replaces it with the whole body.
+                Some(request) => {
+                    self.job = Some(job);
+                    Step::new(None, Flow::Pause).with_callout(request)
+                }
+                None => {
+                    let out = job.finish(&self.settings, None, &mut self.report);
+                    self.final_body(out, kept)
+                }
+            },
+        }
+    }
+
+    /// The last step of a JSON body: everything the core took out goes
+    /// back, changed or not.
+    fn final_body(&self, out: Output, kept: bool) -> Step {
+        let body = match out {
+            Output::Changed(b) => Some(b),
+            Output::Unchanged(b) if kept => Some(b),
+            Output::Unchanged(_) => None,
+        };
+        let content_length = match (&body, self.hold_headers) {
+            (Some(b), true) => Some(b.len()),
+            _ => None,
+        };
+        Step {
+            body,
+            content_length,
+            flow: Flow::Continue,
+            callout: None,
+        }
+    }
+
+    /// The outcome of the callout a [`Step::callout`] asked for. Always safe
+    /// to call; without a pending callout it changes nothing.
+    pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
+        if let Some(job) = self.job.take() {
+            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            return self.final_body(out, true);
+        }
+        if self.stream.is_some() {
+            return self.stream_reply(reply, sessions);
+        }
+        Step::pass()
+    }
+
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// The core wants the request body's bytes (else the host need not
+    /// read them).
+    pub fn reads_request(&self) -> bool {
+        self.phase == Phase::Request
+    }
+
+    /// The core wants the response body's bytes.
+    pub fn reads_response(&self) -> bool {
+        matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.job.is_some()
+    }
+
+    /// Nothing more can change on this stream (its report is final unless
+    /// the stream is still flowing).
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done && self.job.is_none()
+    }
+}
+
+/// The media type of a `content-type` value, lowercased, parameters dropped
+/// (RFC 9110 §8.3.1).
+pub fn media_type(content_type: &str) -> String {
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests;
