@@ -10,6 +10,8 @@ pub enum Stage {
     Toon,
     /// The `annotate_tools` hint in a `tools/list` response.
     Annotate,
+    /// The clean transforms (and the `max_text_bytes` cap).
+    Clean,
     /// Intent-driven trimming through an LLM endpoint.
     Trim,
     /// The optional intent argument added to `tools/list` input schemas.
@@ -22,6 +24,7 @@ impl Stage {
             Stage::Response => "response",
             Stage::Toon => "toon",
             Stage::Annotate => "annotate",
+            Stage::Clean => "clean",
             Stage::Trim => "trim",
             Stage::Advertise => "advertise",
         }
@@ -33,6 +36,7 @@ impl Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Encoded,
+    Cleaned,
     Annotated,
     Trimmed,
     Passthrough(Reason),
@@ -47,6 +51,7 @@ impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Encoded => "encoded",
+            Outcome::Cleaned => "cleaned",
             Outcome::Annotated => "annotated",
             Outcome::Trimmed => "trimmed",
             Outcome::Passthrough(_) => "passthrough",
@@ -130,6 +135,8 @@ reasons! {
     KeyOrder => "key_order",
     /// An object has the same key twice.
     DuplicateKeys => "duplicate_keys",
+    /// `clean.max_text_bytes` cannot hold the TOON header and one row: the block goes unencoded.
+    CapTooSmall => "cap_too_small",
     /// The emission did not decode back to the original value.
     VerifyFailed => "verify_failed",
     /// The TOON encoder returned an error.

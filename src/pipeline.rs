@@ -23,6 +23,7 @@ use crate::intent;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
+use crate::stage::clean::{self, Framing};
 use crate::stage::{self, trim};
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
@@ -59,12 +60,61 @@ impl Block {
             bytes_before: before,
             bytes_after: after,
             lossless,
+            transform: None,
         }
     }
 
     fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
         let n = self.text.len();
         self.decision(stage, Outcome::Passthrough(reason), n, n, true)
+    }
+
+    /// Stage 1, clean: each transform that changed the block is recorded.
+    fn clean(&mut self, report: &mut Report) {
+        let cleaned = clean::clean(
+            &self.text,
+            &self.policy.clean,
+            self.policy.toon.min_savings_pct,
+        );
+        for a in &cleaned.applied {
+            report.push(self.applied(a));
+        }
+        if let Some(text) = cleaned.text {
+            self.text = text;
+            self.changed = true;
+        }
+    }
+
+    fn applied(&self, a: &clean::Applied) -> Decision {
+        let outcome = Outcome::Cleaned;
+        Decision {
+            transform: Some(a.transform.name()),
+            ..self.decision(
+                Stage::Clean,
+                outcome,
+                a.bytes_before,
+                a.bytes_after,
+                a.transform.lossless(),
+            )
+        }
+    }
+
+    /// Last, the `max_text_bytes` cap on whatever the block became.
+    fn cap(&mut self, encoded: bool, report: &mut Report) {
+        let max = self.policy.clean.max_text_bytes;
+        let framing = if encoded {
+            Framing::Toon(self.policy.toon.header)
+        } else {
+            Framing::Text
+        };
+        let capped = clean::cap(&self.text, max, framing);
+        if let Some(a) = capped.applied(self.text.len()) {
+            report.push(self.applied(&a));
+        }
+        if let clean::Capped::Cut { text, .. } = capped {
+            self.text = text;
+            self.changed = true;
+        }
     }
 }
 
@@ -163,7 +213,9 @@ pub fn start(
             }
         }
     }
-    // Stage 1, clean: lands with the clean stage.
+    for block in &mut blocks {
+        block.clean(report);
+    }
     let trim = plan_trim(settings, &blocks, &intents, report);
     Ok(Job {
         body,
@@ -191,7 +243,8 @@ impl Job {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
         for block in &mut self.blocks {
-            encode(block, report);
+            let encoded = encode(block, report);
+            block.cap(encoded, report);
         }
         for block in &self.blocks {
             if block.changed {
@@ -294,14 +347,24 @@ fn apply_trim(
 
 /// Stage 3: TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
-/// sent, once an earlier stage changed it).
-fn encode(block: &mut Block, report: &mut Report) {
+/// sent, once an earlier stage changed it). Returns whether it encoded.
+fn encode(block: &mut Block, report: &mut Report) -> bool {
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
         block.span.len()
     };
-    match stage::toon::encode(&block.text, wire, &block.policy.toon) {
+    let result = stage::toon::encode(&block.text, wire, &block.policy.toon).and_then(|emission| {
+        // A cap too small for the header and one row would leave an
+        // agent a marker and no data: the block goes unencoded instead.
+        let max = block.policy.clean.max_text_bytes;
+        let framing = Framing::Toon(block.policy.toon.header);
+        if max > 0 && !clean::can_hold_first_row(&emission, max, framing) {
+            return Err(Reason::CapTooSmall);
+        }
+        Ok(emission)
+    });
+    match result {
         Ok(emission) => {
             report.push(block.decision(
                 Stage::Toon,
@@ -312,8 +375,12 @@ fn encode(block: &mut Block, report: &mut Report) {
             ));
             block.text = emission;
             block.changed = true;
+            true
         }
-        Err(reason) => report.push(block.passthrough(Stage::Toon, reason)),
+        Err(reason) => {
+            report.push(block.passthrough(Stage::Toon, reason));
+            false
+        }
     }
 }
 
@@ -416,6 +483,7 @@ fn listing(
                 bytes_before: 0,
                 bytes_after: 0,
                 lossless: false,
+                transform: None,
             });
         }
     }
@@ -484,6 +552,7 @@ fn annotate(
                 bytes_before: before,
                 bytes_after: after,
                 lossless: false,
+                transform: None,
             });
         }
     }

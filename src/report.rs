@@ -24,6 +24,8 @@ pub struct Decision {
     pub bytes_after: usize,
     /// False for stages that drop information by design.
     pub lossless: bool,
+    /// The clean transform (`html_to_markdown`, …, `max_text_bytes`).
+    pub transform: Option<&'static str>,
 }
 
 impl Decision {
@@ -38,6 +40,7 @@ impl Decision {
             bytes_before: 0,
             bytes_after: 0,
             lossless: true,
+            transform: None,
         }
     }
 }
@@ -47,9 +50,17 @@ pub fn metric_passthrough(reason: Reason) -> String {
     format!("{METRIC_PREFIX}_passthrough_{}", reason.as_str())
 }
 
+/// Metric counting blocks a clean transform changed.
+pub fn metric_transform(transform: &str) -> String {
+    format!("{METRIC_PREFIX}_clean_{transform}")
+}
+
 /// Every counter name the plugin may move, for hosts that define them up front.
 pub fn all_metrics() -> Vec<String> {
     let mut names: Vec<String> = Reason::ALL.iter().map(|r| metric_passthrough(*r)).collect();
+    for t in crate::stage::clean::Transform::ALL {
+        names.push(metric_transform(t.name()));
+    }
     for o in Outcome::CHANGES {
         names.push(format!("{METRIC_PREFIX}_{}", o.as_str()));
     }
@@ -79,6 +90,8 @@ struct DecisionRecord<'a> {
     bytes_before: usize,
     bytes_after: usize,
     lossless: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transform: Option<&'static str>,
 }
 
 impl Report {
@@ -96,9 +109,13 @@ impl Report {
         let mut out: Vec<(String, u64)> = self
             .decisions
             .iter()
-            .map(|d| match d.outcome {
-                Outcome::Passthrough(r) => (metric_passthrough(r), 1),
-                o => (format!("{METRIC_PREFIX}_{}", o.as_str()), 1),
+            .flat_map(|d| match (d.outcome, d.transform) {
+                (Outcome::Passthrough(r), _) => vec![(metric_passthrough(r), 1)],
+                (o, Some(t)) => vec![
+                    (format!("{METRIC_PREFIX}_{}", o.as_str()), 1),
+                    (metric_transform(t), 1),
+                ],
+                (o, None) => vec![(format!("{METRIC_PREFIX}_{}", o.as_str()), 1)],
             })
             .collect();
         let (before, after) = self.block_bytes();
@@ -127,6 +144,7 @@ impl Report {
                 bytes_before: d.bytes_before,
                 bytes_after: d.bytes_after,
                 lossless: d.lossless,
+                transform: d.transform,
             })
             .collect();
         serde_json::json!({ "decisions": records }).to_string()

@@ -71,13 +71,18 @@ pub fn run(
         content_length: None,
         callouts: Vec::new(),
     };
+    // What Envoy holds for a paused body: the next callback sees it again,
+    // with the new chunk appended.
+    let mut envoy: Vec<u8> = Vec::new();
     for (chunk, end) in split(response, response_chunks) {
+        envoy.extend_from_slice(chunk);
+        let buffer = std::mem::take(&mut envoy);
         if !e.reads_response() {
-            host.response_sent.extend_from_slice(chunk);
+            host.response_sent.extend(buffer);
             continue;
         }
-        let step = e.response_chunk(chunk, end, &mut NoSessions);
-        host.perform(&mut e, step, chunk.to_vec(), end, reply);
+        let step = e.response_chunk(&buffer, end, &mut NoSessions);
+        envoy = host.perform(&mut e, step, buffer, end, reply);
     }
     Outcome {
         request_sent,
@@ -98,6 +103,7 @@ struct Host {
 impl Host {
     /// Performs a step on the bytes of the current callback. A callout is
     /// answered at once, after the callback returns (as Envoy would, later).
+    /// Returns what Envoy keeps buffered for the next callback.
     fn perform(
         &mut self,
         e: &mut Exchange,
@@ -105,7 +111,7 @@ impl Host {
         mut held: Vec<u8>,
         end: bool,
         reply: &mut dyn FnMut(&LlmRequest) -> LlmReply,
-    ) {
+    ) -> Vec<u8> {
         loop {
             if let Some(b) = step.body.take() {
                 held = b;
@@ -114,11 +120,11 @@ impl Host {
                 self.content_length = step.content_length;
             }
             let paused = step.flow == Flow::Pause;
-            // Envoy appends the next chunk to what a paused callback kept;
-            // the core must only ever pause on an emptied buffer or on the
-            // last chunk, or bytes would be handed over twice.
+            // Envoy appends the next chunk to what a paused callback kept
+            // and counts it against its buffer limit: the core keeps at
+            // most one byte there mid-body.
             assert!(
-                !paused || end || held.is_empty(),
+                !paused || end || held.len() <= 1,
                 "paused mid-body on {} kept bytes",
                 held.len()
             );
@@ -138,11 +144,12 @@ impl Host {
                 }
                 None if paused && end => {
                     unreachable_pause();
-                    return;
+                    return Vec::new();
                 }
+                None if paused => return held,
                 None => {
                     self.response_sent.extend(held);
-                    return;
+                    return Vec::new();
                 }
             }
         }

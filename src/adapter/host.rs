@@ -1,10 +1,9 @@
-//! Host services the core's report needs: counters and stream properties.
+//! Host services the core's report and the legacy-session pairing need:
+//! counters and shared data, through the panic-free ABI wrappers.
 
 use std::collections::HashMap;
 
-use proxy_wasm::hostcalls;
-use proxy_wasm::types::MetricType;
-
+use super::abi;
 use crate::exchange::SessionStore;
 use crate::report::{all_metrics, Report};
 
@@ -17,19 +16,17 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn define() -> Self {
-        let mut ids = HashMap::new();
-        for name in all_metrics() {
-            if let Ok(id) = hostcalls::define_metric(MetricType::Counter, &name) {
-                ids.insert(name, id);
-            }
-        }
+        let ids = all_metrics()
+            .into_iter()
+            .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
+            .collect();
         Self { ids }
     }
 
     pub fn record(&self, report: &Report) {
         for (name, amount) in report.metrics() {
             if let Some(id) = self.ids.get(&name) {
-                let _ = hostcalls::increment_metric(*id, i64::try_from(amount).unwrap_or(i64::MAX));
+                let _ = abi::increment(*id, i64::try_from(amount).unwrap_or(i64::MAX));
             }
         }
     }
@@ -42,12 +39,10 @@ pub struct SharedData;
 
 impl SessionStore for SharedData {
     fn get(&self, key: &str) -> Option<Vec<u8>> {
-        hostcalls::get_shared_data(key)
-            .ok()
-            .and_then(|(value, _cas)| value)
+        abi::get_shared_data(key).ok().flatten()
     }
 
     fn set(&mut self, key: &str, value: &[u8]) {
-        let _ = hostcalls::set_shared_data(key, Some(value), None);
+        let _ = abi::set_shared_data(key, value);
     }
 }

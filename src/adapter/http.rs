@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use proxy_wasm::traits::{Context, HttpContext};
 use proxy_wasm::types::Action;
 
+use super::abi::{self, Buffer, Headers};
 use super::host::{Metrics, SharedData};
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::{Exchange, Flow, RequestHead, ResponseHead, ResponsePlan, Step};
@@ -22,12 +23,19 @@ const SUMMARY_HEADER: &str = "x-mcp-toon";
 pub struct Stream {
     metrics: Rc<Metrics>,
     exchange: Exchange,
-    headers_held: bool,
     reported: bool,
-    /// The response is paused on a body callback of this many bytes; a
-    /// callout reply's step replaces them.
-    paused_on: Option<usize>,
+    /// Bytes of response body Envoy holds for us (we paused on them); a
+    /// later step replaces exactly these.
+    held: usize,
+    /// The response is paused (the last step said so).
+    paused: bool,
+    /// A callout is in flight.
+    waiting: bool,
     callout_started: Option<SystemTime>,
+}
+
+fn header(kind: Headers, name: &str) -> Option<String> {
+    abi::get_header(kind, name).ok().flatten()
 }
 
 impl Stream {
@@ -35,23 +43,26 @@ impl Stream {
         Self {
             metrics,
             exchange: Exchange::new(settings),
-            headers_held: false,
             reported: false,
-            paused_on: None,
+            held: 0,
+            paused: false,
+            waiting: false,
             callout_started: None,
         }
     }
 
-    fn stream_info(&self) -> StreamInfo {
-        let text = |path: Vec<&str>| {
-            self.get_property(path)
+    fn stream_info() -> StreamInfo {
+        let text = |path: &[&str]| {
+            abi::get_property(path)
+                .ok()
+                .flatten()
                 .and_then(|b| String::from_utf8(b).ok())
                 .filter(|s| !s.is_empty())
         };
         StreamInfo {
-            route: text(vec!["xds", "route_name"]),
-            cluster: text(vec!["xds", "cluster_name"]),
-            authority: self.get_http_request_header(":authority"),
+            route: text(&["xds", "route_name"]),
+            cluster: text(&["xds", "cluster_name"]),
+            authority: header(Headers::Request, ":authority"),
         }
     }
 
@@ -67,61 +78,64 @@ impl Stream {
         self.metrics.record(report);
         let record = report.to_json();
         log::debug!("mcp-toon: {} {record}", report.summary());
-        self.set_property(vec![RECORD_PROPERTY], Some(record.as_bytes()));
+        let _ = abi::set_property(&[RECORD_PROPERTY], record.as_bytes());
     }
 
-    /// Performs a response step on the `size` bytes the host holds for the
+    /// Performs a response step on the `size` bytes Envoy holds for the
     /// current callback (or kept when it paused). Returns whether the
-    /// response is paused afterwards.
+    /// response stays paused.
     fn perform(&mut self, mut step: Step, size: usize) -> bool {
         loop {
+            let mut size_after = size;
             if let Some(bytes) = step.body.take() {
                 // Always the whole held size: Envoy keeps the tail of a
                 // partial replacement.
-                self.set_http_response_body(0, size, &bytes);
+                if abi::set_buffer(Buffer::ResponseBody, 0, size, &bytes).is_ok() {
+                    size_after = bytes.len();
+                }
             }
             if let Some(length) = step.content_length {
-                self.set_http_response_header("content-length", Some(&length.to_string()));
+                let _ = abi::set_header(
+                    Headers::Response,
+                    "content-length",
+                    Some(&length.to_string()),
+                );
                 let summary = self.exchange.report().summary();
-                self.set_http_response_header(SUMMARY_HEADER, Some(&summary));
+                let _ = abi::set_header(Headers::Response, SUMMARY_HEADER, Some(&summary));
             }
+            let paused = step.flow == Flow::Pause;
+            self.paused = paused;
+            self.held = if paused { size_after } else { 0 };
             let Some(request) = step.callout.take() else {
-                return step.flow == Flow::Pause;
+                return paused;
             };
             let headers: Vec<(&str, &str)> = request
                 .headers
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_str()))
                 .collect();
-            self.callout_started = Some(self.get_current_time());
+            self.callout_started = Some(abi::now());
             let timeout = Duration::from_millis(request.timeout_ms);
-            if self
-                .dispatch_http_call(
-                    &request.cluster,
-                    headers,
-                    Some(&request.body),
-                    vec![],
-                    timeout,
-                )
-                .is_ok()
-            {
-                return step.flow == Flow::Pause;
+            if abi::http_call(&request.cluster, &headers, &request.body, timeout).is_ok() {
+                self.waiting = true;
+                return paused;
             }
-            // No call was made (unknown cluster...): the core fails open.
-            let paused = step.flow == Flow::Pause;
+            // No call was made (unknown cluster, no healthy host...): the
+            // core fails open at once.
             step = self
                 .exchange
                 .callout_reply(&LlmReply::NotSent, &mut SharedData);
             if !paused {
-                // Nothing is held by the host: there is nothing to replace.
+                // Envoy holds nothing of ours: there is nothing to replace.
                 step.body = None;
             }
         }
     }
 
-    fn body_action(&mut self, step: Step, size: usize) -> Action {
+    /// Turns a step of a body or trailers callback into the callback's
+    /// answer.
+    fn answer(&mut self, step: Step, size: usize) -> Action {
         if self.perform(step, size) {
-            self.paused_on = Some(size);
             Action::Pause
         } else {
             if self.exchange.is_done() {
@@ -140,14 +154,14 @@ impl Context for Stream {
         body_size: usize,
         _trailers: usize,
     ) {
-        let status = self
-            .get_http_call_response_header(":status")
-            .and_then(|s| s.parse::<u16>().ok());
+        self.waiting = false;
+        let status = header(Headers::CallResponse, ":status").and_then(|s| s.parse::<u16>().ok());
         let reply = match status {
             Some(status) => LlmReply::Response {
                 status,
-                body: self
-                    .get_http_call_response_body(0, body_size)
+                body: abi::get_buffer(Buffer::CallResponseBody, 0, body_size)
+                    .ok()
+                    .flatten()
                     .unwrap_or_default(),
             },
             // Envoy reports a timeout, a reset and a refused connection
@@ -155,35 +169,37 @@ impl Context for Stream {
             None => LlmReply::Failed {
                 elapsed_ms: self
                     .callout_started
-                    .and_then(|t| self.get_current_time().duration_since(t).ok())
+                    .and_then(|t| abi::now().duration_since(t).ok())
                     .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             },
         };
         let mut step = self.exchange.callout_reply(&reply, &mut SharedData);
-        let Some(size) = self.paused_on else {
-            // Not paused: what the core holds goes out with the next chunk.
+        let was_paused = self.paused;
+        if !was_paused {
+            // Envoy holds nothing of ours: what the core holds goes out
+            // with the next chunk.
             step.body = None;
-            self.perform(step, 0);
-            return;
-        };
-        if !self.perform(step, size) {
-            self.paused_on = None;
+        }
+        let held = self.held;
+        if !self.perform(step, held) && was_paused {
             if self.exchange.is_done() {
                 self.publish();
             }
             // The response was paused for the call; it always resumes.
-            self.resume_http_response();
+            let _ = abi::resume_response();
         }
     }
 }
 
 impl HttpContext for Stream {
     fn on_http_request_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
-        let method = self.get_http_request_header(":method").unwrap_or_default();
-        let path = self.get_http_request_header(":path").unwrap_or_default();
-        let content_type = self.get_http_request_header("content-type");
-        let accept = self.get_http_request_header("accept");
-        let stream = self.stream_info();
+        let get = |name: &str| header(Headers::Request, name);
+        let (method, path) = (
+            get(":method").unwrap_or_default(),
+            get(":path").unwrap_or_default(),
+        );
+        let (content_type, accept) = (get("content-type"), get("accept"));
+        let stream = Self::stream_info();
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
             method: &method,
@@ -193,10 +209,10 @@ impl HttpContext for Stream {
             end_of_stream,
         });
         if plan.strip_accept_encoding {
-            self.set_http_request_header("accept-encoding", None);
+            let _ = abi::set_header(Headers::Request, "accept-encoding", None);
         }
         if plan.remove_content_length {
-            self.set_http_request_header("content-length", None);
+            let _ = abi::set_header(Headers::Request, "content-length", None);
         }
         Action::Continue
     }
@@ -205,22 +221,24 @@ impl HttpContext for Stream {
         if !self.exchange.reads_request() {
             return Action::Continue;
         }
-        let chunk = self.get_http_request_body(0, body_size).unwrap_or_default();
+        let chunk = abi::get_buffer(Buffer::RequestBody, 0, body_size)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         let step = self
             .exchange
             .request_chunk(&chunk, end_of_stream, &mut SharedData);
         if let Some(bytes) = step.body {
-            self.set_http_request_body(0, body_size, &bytes);
+            let _ = abi::set_buffer(Buffer::RequestBody, 0, body_size, &bytes);
         }
         Action::Continue
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {
-        let header = |name: &str| self.get_http_response_header(name);
-        let status = header(":status").and_then(|s| s.parse::<u16>().ok());
-        let content_type = header("content-type");
-        let content_encoding = header("content-encoding");
-        let content_length = header("content-length").and_then(|v| v.trim().parse::<usize>().ok());
+        let get = |name: &str| header(Headers::Response, name);
+        let status = get(":status").and_then(|s| s.parse::<u16>().ok());
+        let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
+        let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());
         let plan = self.exchange.response_headers(ResponseHead {
             status,
             content_type: content_type.as_deref(),
@@ -233,15 +251,12 @@ impl HttpContext for Stream {
             // A plain StopIteration (Envoy ≥ 1.35 with
             // allow_on_headers_stop_iteration): body callbacks still run and
             // set the final content-length.
-            ResponsePlan::Rewrite { hold_headers: true } => {
-                self.headers_held = true;
-                Action::Pause
-            }
+            ResponsePlan::Rewrite { hold_headers: true } => Action::Pause,
             ResponsePlan::Rewrite {
                 hold_headers: false,
             } => {
                 // The headers leave now and the body may change size.
-                self.set_http_response_header("content-length", None);
+                let _ = abi::set_header(Headers::Response, "content-length", None);
                 Action::Continue
             }
         }
@@ -251,13 +266,25 @@ impl HttpContext for Stream {
         if !self.exchange.reads_response() {
             return Action::Continue;
         }
-        let chunk = self
-            .get_http_response_body(0, body_size)
+        let buffer = abi::get_buffer(Buffer::ResponseBody, 0, body_size)
+            .ok()
+            .flatten()
             .unwrap_or_default();
         let step = self
             .exchange
-            .response_chunk(&chunk, end_of_stream, &mut SharedData);
-        self.body_action(step, body_size)
+            .response_chunk(&buffer, end_of_stream, &mut SharedData);
+        self.answer(step, body_size)
+    }
+
+    /// A body that ends with trailers has no last body callback: what the
+    /// core holds is written back into the byte Envoy still buffers for us.
+    fn on_http_response_trailers(&mut self, _trailers: usize) -> Action {
+        if !self.exchange.reads_response() {
+            return Action::Continue;
+        }
+        let step = self.exchange.response_trailers(&mut SharedData);
+        let held = self.held;
+        self.answer(step, held)
     }
 
     fn on_log(&mut self) {

@@ -2,12 +2,15 @@
 //! and performs its plans. No decision about a stream is made here; the
 //! comments say where a host constraint shapes the code.
 
+mod abi;
 mod host;
 mod http;
 mod root;
 
 proxy_wasm::main! {{
-    proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Trace);
+    // Debug lines (the decision record) reach Envoy, which filters them by
+    // its own wasm log level; trace would let dependencies log per byte.
+    proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Debug);
     proxy_wasm::set_root_context(|_| -> Box<dyn proxy_wasm::traits::RootContext> {
         Box::new(root::Root::default())
     });

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::ContextType;
 
+use super::abi;
 use super::host::Metrics;
 use super::http::Stream;
 use crate::config::Settings;
@@ -23,7 +24,10 @@ impl RootContext for Root {
     /// Returning false makes Envoy refuse the plugin, so a bad configuration
     /// never runs half-applied.
     fn on_configure(&mut self, _size: usize) -> bool {
-        let bytes = self.get_plugin_configuration().unwrap_or_default();
+        let bytes = abi::get_buffer(abi::Buffer::PluginConfiguration, 0, usize::MAX)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes);
         match Settings::from_json(&text) {
             Ok(settings) => {

@@ -5,6 +5,7 @@
 //! Precedence, most specific first: the matching server's `tools` entry, the
 //! top-level `tools` entry, the matching server, the top level, defaults.
 
+mod clean;
 mod error;
 mod toon;
 mod trim;
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+pub use clean::CleanPatch;
 pub use error::ConfigError;
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
@@ -30,12 +32,15 @@ pub struct Patch {
     #[serde(default)]
     pub toon: ToonPatch,
     #[serde(default)]
+    pub clean: CleanPatch,
+    #[serde(default)]
     pub trim: TrimPatch,
 }
 
 impl Patch {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
-        self.toon.validate(&join(path, "toon"))
+        self.toon.validate(&join(path, "toon"))?;
+        self.clean.validate(&join(path, "clean"))
     }
 }
 
@@ -44,6 +49,8 @@ impl Patch {
 struct RawConfig {
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    clean: CleanPatch,
     #[serde(default)]
     trim: TrimSection,
     max_body_bytes: Option<u64>,
@@ -64,6 +71,8 @@ struct RawServer {
     matcher: Matcher,
     #[serde(default)]
     toon: ToonPatch,
+    #[serde(default)]
+    clean: CleanPatch,
     #[serde(default)]
     trim: TrimPatch,
     #[serde(default)]
@@ -140,6 +149,7 @@ pub struct Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     pub toon: ToonSettings,
+    pub clean: crate::stage::clean::CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
 }
@@ -191,6 +201,7 @@ impl Settings {
 
     fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
+        raw.clean.validate("clean")?;
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
@@ -220,11 +231,13 @@ impl Settings {
                 ));
             }
             s.toon.validate(&format!("{path}.toon"))?;
+            s.clean.validate(&format!("{path}.clean"))?;
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
                 patch: Patch {
                     toon: s.toon,
+                    clean: s.clean,
                     trim: s.trim,
                 },
                 tools: s.tools,
@@ -246,6 +259,7 @@ impl Settings {
             trim,
             base: Patch {
                 toon: raw.toon,
+                clean: raw.clean,
                 trim: TrimPatch {
                     enabled: trim_enabled,
                 },
@@ -288,12 +302,14 @@ impl Settings {
             }
         }
         let mut toon = ToonSettings::default();
+        let mut clean = crate::stage::clean::CleanSettings::default();
         let mut trim = false;
         for layer in layers {
             toon.apply(&layer.toon);
+            layer.clean.apply(&mut clean);
             trim = layer.trim.enabled.unwrap_or(trim);
         }
-        Policy { toon, trim }
+        Policy { toon, clean, trim }
     }
 }
 

@@ -99,7 +99,7 @@ fn refusals_name_the_field_and_the_allowed_values() {
             "tools.t.toon.mode",
             "`adaptive`",
         ),
-        (r#"{"tools":{"t":{"clean":{}}}}"#, "tools.t.clean", "`toon`"),
+        (r#"{"tools":{"t":{"cache":{}}}}"#, "tools.t.cache", "`toon`"),
         (
             r#"{"servers":[{"match":{}}]}"#,
             "servers[0].match",
@@ -268,5 +268,64 @@ fn secrets_never_appear_in_errors() {
         let e = err(json);
         assert!(e.field.starts_with("trim.client_"), "{json}: {e}");
         assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+}
+
+#[test]
+fn clean_section_defaults_and_refusals() {
+    let s = Settings::from_json(
+        r#"{"clean":{"remove_nulls":true},"tools":{"img":{"clean":{"strip_base64":false}}}}"#,
+    )
+    .unwrap();
+    let p = s.policy(ServerScope::default(), Some("img"));
+    assert!(p.clean.remove_nulls && !p.clean.strip_base64 && p.clean.html_to_markdown);
+    assert_eq!(
+        (
+            p.clean.min_bytes,
+            p.clean.base64_min_chars,
+            p.clean.max_text_bytes
+        ),
+        (500, 256, 0)
+    );
+    for (json, field) in [
+        (
+            r#"{"clean":{"max_text_bytes":100}}"#,
+            "clean.max_text_bytes",
+        ),
+        (
+            r#"{"clean":{"base64_min_chars":4}}"#,
+            "clean.base64_min_chars",
+        ),
+        (
+            r#"{"servers":[{"match":{"route":"r"},"clean":{"min_bytes":99999999999}}]}"#,
+            "servers[0].clean.min_bytes",
+        ),
+        (r#"{"clean":{"strip":true}}"#, "clean.strip"),
+    ] {
+        assert_eq!(err(json).field, field, "{json}");
+    }
+}
+
+#[test]
+fn hold_headers_defaults_to_false_and_takes_a_boolean() {
+    assert!(!Settings::from_json("{}").unwrap().hold_headers);
+    assert!(!Settings::default().hold_headers);
+    assert!(
+        Settings::from_json(r#"{"hold_headers": true}"#)
+            .unwrap()
+            .hold_headers
+    );
+    assert!(
+        !Settings::from_json(r#"{"hold_headers": false}"#)
+            .unwrap()
+            .hold_headers
+    );
+    for bad in [r#""yes""#, "1", "[]"] {
+        let e = err(&format!(r#"{{"hold_headers": {bad}}}"#));
+        assert_eq!(e.field, "hold_headers", "{bad}: {e}");
+        assert!(e.message.contains("boolean"), "{bad}: {e}");
+        assert!(e
+            .to_string()
+            .starts_with("mcp-toon configuration: hold_headers: "));
     }
 }

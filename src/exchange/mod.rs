@@ -170,10 +170,18 @@ pub struct Exchange {
 /// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
 /// chunk landing on top. So the core takes every chunk out of Envoy's
 /// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
+///
+/// A JSON body leaves its last byte in Envoy's (paused) buffer: a response
+/// that ends with trailers ends without a last body callback, and the
+/// trailers callback can only write the body back into a buffer Envoy still
+/// holds. That byte is also kept here; the final replacement covers it.
 #[derive(Debug, Default)]
 struct Collected {
     bytes: Vec<u8>,
     seen: usize,
+    /// Bytes at the head of the host's next buffer that are already kept
+    /// (the suffix of `bytes` left in Envoy's buffer).
+    in_host: usize,
 }
 
 impl Collected {
@@ -328,6 +336,14 @@ impl Exchange {
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
         {
             Some(Reason::ContentEncoding)
+        } else if media != "text/event-stream"
+            && head
+                .content_length
+                .is_some_and(|n| n > self.settings.max_body_bytes)
+        {
+            // Known to be too large before a byte arrives: pass it with its
+            // framing (content-length) intact, without copying any of it.
+            Some(Reason::ResponseTooLarge)
         } else if head.end_of_stream
             || !(media == "application/json" || media == "text/event-stream")
             || (self.legacy && media != "text/event-stream")
@@ -374,7 +390,10 @@ impl Exchange {
         }
     }
 
-    fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+    /// `buffer`: everything Envoy holds for this callback (the byte it kept
+    /// from the previous one, then the new chunk).
+    fn json_chunk(&mut self, buffer: &[u8], end_of_stream: bool) -> Step {
+        let chunk = buffer.get(self.response_body.in_host..).unwrap_or_default();
         if self.response_body.count(chunk) > self.settings.max_body_bytes {
             // What was taken out goes back in front of this chunk, unchanged.
             self.pass(Reason::ResponseTooLarge);
@@ -384,9 +403,21 @@ impl Exchange {
         }
         if !end_of_stream {
             self.response_body.bytes.extend_from_slice(chunk);
-            // Continuing would release held headers.
-            return Step::swallow(self.hold_headers);
+            let last: Vec<u8> = self
+                .response_body
+                .bytes
+                .last()
+                .copied()
+                .into_iter()
+                .collect();
+            self.response_body.in_host = last.len();
+            return Step::new(Some(last), Flow::Pause);
         }
+        self.json_end(chunk)
+    }
+
+    /// The whole JSON body is in: run the stages.
+    fn json_end(&mut self, chunk: &[u8]) -> Step {
         self.phase = Phase::Done;
         let kept = !self.response_body.bytes.is_empty();
         let body = self.response_body.take_with(chunk);
@@ -410,6 +441,16 @@ impl Exchange {
                     self.final_body(out, kept)
                 }
             },
+        }
+    }
+
+    /// Response trailers arrived: the body ended without a last body
+    /// callback. The step's body replaces what Envoy still holds.
+    pub fn response_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
+        match self.phase {
+            Phase::Buffering => self.json_end(&[]),
+            Phase::Streaming => self.stream_chunk(&[], true, sessions),
+            _ => Step::pass(),
         }
     }
 

@@ -80,12 +80,18 @@ fn into_tool_call(e: &mut Exchange) {
 fn respond(e: &mut Exchange, chunks: &[&[u8]]) -> (Vec<u8>, Vec<Step>) {
     let mut sent = Vec::new();
     let mut steps = Vec::new();
+    // What Envoy keeps for a paused body comes back with the next chunk.
+    let mut envoy: Vec<u8> = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
         let end = i + 1 == chunks.len();
-        let step = e.response_chunk(chunk, end, &mut NoSessions);
-        match &step.body {
-            Some(b) => sent.extend_from_slice(b),
-            None => sent.extend_from_slice(chunk),
+        envoy.extend_from_slice(chunk);
+        let buffer = std::mem::take(&mut envoy);
+        let step = e.response_chunk(&buffer, end, &mut NoSessions);
+        let out = step.body.clone().unwrap_or(buffer);
+        if step.flow == Flow::Pause && !end {
+            envoy = out;
+        } else {
+            sent.extend(out);
         }
         steps.push(step);
     }
@@ -107,8 +113,8 @@ fn a_json_tool_result_is_collected_and_rewritten() {
     let (sent, steps) = respond(&mut e, &[a, b]);
     assert_eq!(
         steps[0],
-        Step::swallow(false),
-        "the first chunk is taken out of the stream"
+        Step::new(Some(vec![a[99]]), Flow::Pause),
+        "the chunk is taken out of Envoy's buffer but its last byte"
     );
     let v: Value = serde_json::from_slice(&sent).unwrap();
     assert!(v["result"]["content"][0]["text"]
@@ -161,21 +167,31 @@ fn held_headers_get_an_exact_length() {
     );
     assert_eq!(steps[1].content_length, Some(sent.len()));
     assert!(sent.len() < body.len());
-    // Unknown or oversize lengths never hold.
-    for length in [None, Some(2 << 20)] {
-        let mut e = exchange(r#"{"hold_headers":true}"#);
-        into_tool_call(&mut e);
-        let head = ResponseHead {
-            content_length: length,
-            ..json_head(200)
-        };
-        assert_eq!(
-            e.response_headers(head),
-            ResponsePlan::Rewrite {
-                hold_headers: false
-            }
-        );
-    }
+    // An unknown length never holds; an oversize one passes at once, its
+    // content-length intact.
+    let mut e = exchange(r#"{"hold_headers":true}"#);
+    into_tool_call(&mut e);
+    let head = ResponseHead {
+        content_length: None,
+        ..json_head(200)
+    };
+    assert_eq!(
+        e.response_headers(head),
+        ResponsePlan::Rewrite {
+            hold_headers: false
+        }
+    );
+    let mut e = exchange(r#"{"hold_headers":true}"#);
+    into_tool_call(&mut e);
+    let head = ResponseHead {
+        content_length: Some(2 << 20),
+        ..json_head(200)
+    };
+    assert_eq!(e.response_headers(head), ResponsePlan::Pass);
+    assert_eq!(
+        reasons(&e),
+        vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
+    );
 }
 
 #[test]
@@ -295,12 +311,41 @@ fn oversize_response_releases_what_it_took_and_passes() {
     let chunks: Vec<&[u8]> = body.chunks(1000).collect();
     let (sent, steps) = respond(&mut e, &chunks);
     assert_eq!(sent, body, "every byte arrives, in order");
-    assert_eq!(steps[2].body.as_ref().map(Vec::len), Some(3000));
+    assert_eq!(
+        steps[2].body.as_ref().map(Vec::len),
+        Some(3000),
+        "the kept byte is replaced too"
+    );
     assert_eq!(steps[3], Step::pass());
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
     );
+}
+
+#[test]
+fn a_body_ending_with_trailers_is_written_back_at_the_trailers() {
+    let mut e = exchange("{}");
+    into_tool_call(&mut e);
+    e.response_headers(json_head(200));
+    let body = result_data(1);
+    let (a, b) = body.as_bytes().split_at(300);
+    let first = e.response_chunk(a, false, &mut NoSessions);
+    let mut buffer = first.body.unwrap();
+    assert_eq!(buffer.len(), 1, "one byte stays with Envoy");
+    buffer.extend_from_slice(b);
+    let second = e.response_chunk(&buffer, false, &mut NoSessions);
+    assert_eq!(
+        (second.body.as_ref().map(Vec::len), second.flow),
+        (Some(1), Flow::Pause)
+    );
+    let last = e.response_trailers(&mut NoSessions);
+    let v: Value = serde_json::from_slice(&last.body.unwrap()).unwrap();
+    assert!(v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("[mcp-toon/v1]"));
+    assert_eq!(last.flow, Flow::Continue);
 }
 
 #[test]
@@ -353,10 +398,12 @@ mod trim {
         let body = result_data(1);
         let (a, b) = body.as_bytes().split_at(100);
         assert_eq!(
-            e.response_chunk(a, false, &mut NoSessions),
-            Step::swallow(false)
+            e.response_chunk(a, false, &mut NoSessions).flow,
+            Flow::Pause
         );
-        let step = e.response_chunk(b, true, &mut NoSessions);
+        let mut buffer = vec![a[99]];
+        buffer.extend_from_slice(b);
+        let step = e.response_chunk(&buffer, true, &mut NoSessions);
         assert_eq!(
             (step.body.as_ref(), step.flow),
             (None, Flow::Pause),
@@ -388,7 +435,12 @@ mod trim {
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "word ".repeat(50)}]}}).to_string();
         let (a, b) = body.as_bytes().split_at(100);
         e.response_chunk(a, false, &mut NoSessions);
-        assert!(e.response_chunk(b, true, &mut NoSessions).callout.is_some());
+        let mut buffer = vec![a[99]];
+        buffer.extend_from_slice(b);
+        assert!(e
+            .response_chunk(&buffer, true, &mut NoSessions)
+            .callout
+            .is_some());
         let done = e.callout_reply(&LlmReply::NotSent, &mut NoSessions);
         assert_eq!(done.body.as_deref(), Some(body.as_bytes()));
         assert_eq!(

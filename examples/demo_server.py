@@ -1,0 +1,279 @@
+"""Demo MCP server for mcp-toon: the official Python SDK's MCPServer (the
+FastMCP of mcp 1.x, renamed in mcp 2) over Streamable HTTP in JSON response
+mode, stateless, so every POST gets one `application/json` answer.
+
+Tools, chosen so each of the plugin's paths has a real example:
+
+    list_users         40 rows, pretty-printed JSON array        -> encoded
+    search_orders      paged envelope {"total":..,"items":[..]}  -> encoded
+    list_products      a table, for per-tool overrides in tests   -> encoded
+    get_config         nested, non-tabular JSON                  -> not_tabular
+    describe_project   prose                                     -> not_json
+    weather_report     output schema: structuredContent + text   -> not_tabular
+    station_readings   output schema whose text is a table       -> encoded text,
+                                                                    structuredContent untouched
+    failing_lookup     isError: true (its text is a table)       -> is_error
+    export_logs        a ~3 MB table                             -> response_too_large
+
+    echo_digest        digest of a (possibly huge) argument      -> proves a request
+                                                                    arrived intact
+
+A request carrying `x-demo-force-gzip: 1` gets its response gzip-compressed
+(`content-encoding: gzip`), whatever its `accept-encoding` says, so a test can
+prove a compressed body passes through the proxy intact; `x-demo-chunked: N`
+sends the response without `content-length`, in N-byte pieces.
+
+Run: python examples/demo_server.py --port 8931   (or MCP_DEMO_PORT=8931)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import random
+from typing import Any
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+FIRST = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances", "José", "Zoë"]
+LAST = ["Lovelace", "Hopper", "Torvalds", "Liskov", "Thompson", "Hamilton", "Ritchie", "Allen", "Núñez", "Ødegård"]
+ROLES = ["admin", "editor", "viewer", "owner"]
+STATUSES = ["pending", "paid", "shipped", "delivered", "refunded"]
+CITIES = ["Lisbon", "Osaka", "Nairobi", "Montréal", "Kraków"]
+
+
+def users(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(1, n + 1):
+        first, last = rnd.choice(FIRST), rnd.choice(LAST)
+        out.append(
+            {
+                "id": i,
+                "name": f"{first} {last}",
+                "email": f"{first.lower()}.{i}@example.com",
+                "role": rnd.choice(ROLES),
+                "active": rnd.random() > 0.2,
+                "score": round(rnd.uniform(10, 99), 2),
+                "created_at": f"2025-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d}T10:{i % 60:02d}:00Z",
+            }
+        )
+    return out
+
+
+def orders(n: int, seed: int = 11) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(1, n + 1):
+        cid = rnd.randint(1, 40)
+        out.append(
+            {
+                "order_id": f"ORD-{10000 + i}",
+                "status": rnd.choice(STATUSES),
+                "total": round(rnd.uniform(5, 500), 2),
+                "currency": "EUR",
+                # A nested object of uniform shape: a TOON v4 field group.
+                "customer": {"id": cid, "city": rnd.choice(CITIES)},
+                "items": rnd.randint(1, 9),
+            }
+        )
+    return out
+
+
+def products(n: int, seed: int = 5) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    return [
+        {"sku": f"SKU-{i:04d}", "title": f"Widget {i}", "price": rnd.randint(100, 9999), "stock": rnd.randint(0, 500)}
+        for i in range(1, n + 1)
+    ]
+
+
+def log_rows(target_bytes: int) -> list[dict[str, Any]]:
+    rnd = random.Random(3)
+    rows: list[dict[str, Any]] = []
+    size = 0
+    i = 0
+    while size < target_bytes:
+        i += 1
+        row = {
+            "seq": i,
+            "level": rnd.choice(["debug", "info", "warn", "error"]),
+            "service": rnd.choice(["api", "worker", "billing", "search"]),
+            "message": f"request {i} handled in {rnd.randint(1, 999)} ms",
+        }
+        rows.append(row)
+        size += len(json.dumps(row)) + 2
+    return rows
+
+
+CONFIG = {
+    "service": "inventory",
+    "version": "3.4.1",
+    "features": {"search": {"enabled": True, "backend": "tantivy"}, "export": {"formats": ["csv", "json"]}},
+    "limits": {"rps": 200, "burst": [10, 20, 40]},
+    "owners": [{"team": "core", "oncall": ["ada", "ken"]}],
+}
+
+PROSE = (
+    "The inventory service keeps stock levels for every warehouse and answers "
+    "availability questions for the storefront. It was split out of the monolith "
+    "in 2023 and now handles roughly two hundred requests per second at peak. "
+) * 4
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: float
+    conditions: str
+    wind_kph: int = Field(ge=0)
+
+
+class Reading(BaseModel):
+    station: str
+    hour: int
+    temperature_c: float
+    humidity_pct: int
+
+
+class Readings(BaseModel):
+    station_count: int
+    readings: list[Reading]
+
+
+def build_server() -> MCPServer:
+    mcp = MCPServer(name="mcp-toon-demo", version="1.0.0", log_level="WARNING")
+
+    def text_result(text: str, is_error: bool = False) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+    @mcp.tool(description="List users (a tabular JSON array).")
+    def list_users(count: int = 40) -> CallToolResult:
+        return text_result(json.dumps(users(count), indent=2, ensure_ascii=False))
+
+    @mcp.tool(description="Search orders; returns one page in an envelope.")
+    def search_orders(page: int = 1, per_page: int = 30) -> CallToolResult:
+        rows = orders(120)
+        items = rows[(page - 1) * per_page : page * per_page]
+        return text_result(json.dumps({"total": len(rows), "page": page, "items": items}))
+
+    @mcp.tool(description="List products (a compact tabular JSON array).")
+    def list_products(count: int = 25) -> CallToolResult:
+        return text_result(json.dumps(products(count), separators=(",", ":")))
+
+    @mcp.tool(description="Service configuration (nested JSON, not a table).")
+    def get_config() -> CallToolResult:
+        return text_result(json.dumps(CONFIG, indent=2))
+
+    @mcp.tool(description="A prose description of the project.")
+    def describe_project() -> CallToolResult:
+        return text_result(PROSE)
+
+    @mcp.tool(description="Current weather for a city (structured output).")
+    def weather_report(city: str = "Lisbon") -> Weather:
+        return Weather(city=city, temperature_c=21.5, conditions="clear", wind_kph=12)
+
+    @mcp.tool(description="Hourly readings of weather stations (structured output with a table).")
+    def station_readings(hours: int = 12) -> Readings:
+        rnd = random.Random(17)
+        rows = [
+            Reading(
+                station=f"ST-{s}",
+                hour=h,
+                temperature_c=round(rnd.uniform(-5, 30), 1),
+                humidity_pct=rnd.randint(20, 95),
+            )
+            for s in range(1, 4)
+            for h in range(hours)
+        ]
+        return Readings(station_count=3, readings=rows)
+
+    @mcp.tool(description="A lookup that fails: isError with a tabular body.")
+    def failing_lookup() -> CallToolResult:
+        detail = [{"code": f"E{i:03d}", "field": f"field_{i}", "message": "value rejected by validator"} for i in range(30)]
+        return text_result(json.dumps(detail, indent=2), is_error=True)
+
+    @mcp.tool(description="Export about `megabytes` MB of log rows (a large table).")
+    def export_logs(megabytes: float = 3.0) -> CallToolResult:
+        return text_result(json.dumps(log_rows(int(megabytes * 1024 * 1024))))
+
+    @mcp.tool(description="Length and SHA-256 of `text` (for request-size tests).")
+    def echo_digest(text: str) -> CallToolResult:
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        return text_result(json.dumps({"length": len(text), "sha256": digest}))
+
+    return mcp
+
+
+class DemoTransport:
+    """ASGI middleware that changes how a response travels, for tests:
+
+    - `x-demo-force-gzip: 1`: gzip the body (`content-encoding: gzip`), with
+      mtime=0 so the same response always has the same bytes;
+    - `x-demo-gzip-if-accepted: 1`: the same, only if the request still
+      carries an `accept-encoding` with gzip (what a compressing server does);
+    - `x-demo-chunked: N`: drop `content-length` and send the body in pieces
+      of N bytes (HTTP/1.1 chunked transfer encoding).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        accepts_gzip = b"gzip" in headers.get(b"accept-encoding", b"")
+        gzip_it = headers.get(b"x-demo-force-gzip") == b"1" or (
+            headers.get(b"x-demo-gzip-if-accepted") == b"1" and accepts_gzip
+        )
+        piece = int(headers.get(b"x-demo-chunked", b"0") or 0)
+        if not gzip_it and piece <= 0:
+            await self.app(scope, receive, send)
+            return
+        start: dict[str, Any] = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(chunks)
+            drop = (b"content-length", b"content-encoding")
+            kept = [(k, v) for k, v in start.get("headers", []) if k.lower() not in drop]
+            if gzip_it:
+                body = gzip.compress(body, mtime=0)
+                kept.append((b"content-encoding", b"gzip"))
+            if piece > 0:
+                await send({**start, "headers": kept})
+                for i in range(0, len(body), piece):
+                    await send({"type": "http.response.body", "body": body[i : i + piece], "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            kept.append((b"content-length", str(len(body)).encode()))
+            await send({**start, "headers": kept})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, capture)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_DEMO_PORT", "8931")))
+    args = parser.parse_args()
+    app = build_server().streamable_http_app(json_response=True, stateless_http=True, host=args.host)
+    uvicorn.run(DemoTransport(app), host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

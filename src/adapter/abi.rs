@@ -1,0 +1,307 @@
+//! The proxy-wasm host calls the plugin makes, without panics.
+//!
+//! The proxy-wasm Rust SDK's wrappers `panic!` on any status they do not
+//! expect (and its `Context` methods `unwrap` them): a host that answers
+//! `InternalFailure` to an HTTP call, or `NotFound` to a body write outside
+//! a buffering callback, would trap the VM and fail every stream on it. So
+//! the adapter calls the ABI (proxy-wasm ABI 0.2.1, the `env` imports the
+//! SDK itself declares) through these wrappers, which turn every status into
+//! a value. The SDK still provides the callback dispatcher and the memory
+//! allocator the host uses to hand buffers back.
+#![allow(unsafe_code)] // FFI: the only unsafe code in the crate; each block documents its contract.
+
+use std::ptr::null_mut;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A host status other than `Ok` (proxy-wasm ABI `WasmResult`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostError(pub u32);
+
+type HostResult<T> = Result<T, HostError>;
+
+const OK: u32 = 0;
+const NOT_FOUND: u32 = 1;
+
+/// `BufferType` of the ABI.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub enum Buffer {
+    RequestBody = 0,
+    ResponseBody = 1,
+    CallResponseBody = 4,
+    PluginConfiguration = 7,
+}
+
+/// The header maps (`MapType` of the ABI) the plugin uses.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub enum Headers {
+    Request = 0,
+    Response = 2,
+    CallResponse = 6,
+}
+
+#[link(wasm_import_module = "env")]
+extern "C" {
+    fn proxy_get_buffer_bytes(
+        kind: u32,
+        start: usize,
+        max: usize,
+        data: *mut *mut u8,
+        size: *mut usize,
+    ) -> u32;
+    fn proxy_set_buffer_bytes(
+        kind: u32,
+        start: usize,
+        size: usize,
+        data: *const u8,
+        len: usize,
+    ) -> u32;
+    fn proxy_get_header_map_value(
+        kind: u32,
+        key: *const u8,
+        key_len: usize,
+        data: *mut *mut u8,
+        size: *mut usize,
+    ) -> u32;
+    fn proxy_replace_header_map_value(
+        kind: u32,
+        key: *const u8,
+        key_len: usize,
+        value: *const u8,
+        value_len: usize,
+    ) -> u32;
+    fn proxy_remove_header_map_value(kind: u32, key: *const u8, key_len: usize) -> u32;
+    fn proxy_get_property(
+        path: *const u8,
+        path_len: usize,
+        data: *mut *mut u8,
+        size: *mut usize,
+    ) -> u32;
+    fn proxy_set_property(
+        path: *const u8,
+        path_len: usize,
+        value: *const u8,
+        value_len: usize,
+    ) -> u32;
+    fn proxy_get_shared_data(
+        key: *const u8,
+        key_len: usize,
+        data: *mut *mut u8,
+        size: *mut usize,
+        cas: *mut u32,
+    ) -> u32;
+    fn proxy_set_shared_data(
+        key: *const u8,
+        key_len: usize,
+        value: *const u8,
+        value_len: usize,
+        cas: u32,
+    ) -> u32;
+    #[allow(clippy::too_many_arguments)]
+    fn proxy_http_call(
+        upstream: *const u8,
+        upstream_len: usize,
+        headers: *const u8,
+        headers_len: usize,
+        body: *const u8,
+        body_len: usize,
+        trailers: *const u8,
+        trailers_len: usize,
+        timeout_ms: u32,
+        token: *mut u32,
+    ) -> u32;
+    fn proxy_continue_stream(stream: u32) -> u32;
+    fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
+    fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
+    fn proxy_increment_metric(id: u32, offset: i64) -> u32;
+}
+
+/// Takes ownership of a buffer the host allocated through the SDK's
+/// `proxy_on_memory_allocate` (a `Vec<u8>` of exactly `size` capacity).
+fn owned(data: *mut u8, size: usize) -> Vec<u8> {
+    if data.is_null() || size == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the host filled `size` bytes of memory it obtained from
+    // `proxy_on_memory_allocate(size)`, which the SDK implements as
+    // `Vec::with_capacity(size)` + `forget`; ownership passes to us here.
+    unsafe { Vec::from_raw_parts(data, size, size) }
+}
+
+fn status(code: u32) -> HostResult<()> {
+    if code == OK {
+        Ok(())
+    } else {
+        Err(HostError(code))
+    }
+}
+
+/// Bytes `start..start+max` of a buffer; `Ok(None)` when the host has none.
+pub fn get_buffer(kind: Buffer, start: usize, max: usize) -> HostResult<Option<Vec<u8>>> {
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: out-pointers to locals; the host writes a pointer and a size.
+    let code = unsafe { proxy_get_buffer_bytes(kind as u32, start, max, &mut data, &mut size) };
+    match code {
+        OK => Ok(Some(owned(data, size))),
+        NOT_FOUND => Ok(None),
+        other => Err(HostError(other)),
+    }
+}
+
+/// Replaces `size` bytes at `start` of a buffer with `value`.
+pub fn set_buffer(kind: Buffer, start: usize, size: usize, value: &[u8]) -> HostResult<()> {
+    // SAFETY: `value` is a live slice for the duration of the call.
+    status(unsafe { proxy_set_buffer_bytes(kind as u32, start, size, value.as_ptr(), value.len()) })
+}
+
+/// One header value; `Ok(None)` when absent. Not UTF-8 counts as absent.
+pub fn get_header(kind: Headers, name: &str) -> HostResult<Option<String>> {
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: `name` is live for the call; out-pointers to locals.
+    let code = unsafe {
+        proxy_get_header_map_value(kind as u32, name.as_ptr(), name.len(), &mut data, &mut size)
+    };
+    match code {
+        OK => Ok(String::from_utf8(owned(data, size)).ok()),
+        NOT_FOUND => Ok(None),
+        other => Err(HostError(other)),
+    }
+}
+
+/// Sets (or, with `None`, removes) a header.
+pub fn set_header(kind: Headers, name: &str, value: Option<&str>) -> HostResult<()> {
+    // SAFETY: `name` and `value` are live slices for the call.
+    status(unsafe {
+        match value {
+            Some(v) => proxy_replace_header_map_value(
+                kind as u32,
+                name.as_ptr(),
+                name.len(),
+                v.as_ptr(),
+                v.len(),
+            ),
+            None => proxy_remove_header_map_value(kind as u32, name.as_ptr(), name.len()),
+        }
+    })
+}
+
+/// Property paths are their segments joined by NUL (ABI `get_property`).
+fn path(segments: &[&str]) -> Vec<u8> {
+    segments.join("\0").into_bytes()
+}
+
+pub fn get_property(segments: &[&str]) -> HostResult<Option<Vec<u8>>> {
+    let p = path(segments);
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: `p` is live for the call; out-pointers to locals.
+    let code = unsafe { proxy_get_property(p.as_ptr(), p.len(), &mut data, &mut size) };
+    match code {
+        OK => Ok(Some(owned(data, size))),
+        NOT_FOUND => Ok(None),
+        other => Err(HostError(other)),
+    }
+}
+
+pub fn set_property(segments: &[&str], value: &[u8]) -> HostResult<()> {
+    let p = path(segments);
+    // SAFETY: `p` and `value` are live slices for the call.
+    status(unsafe { proxy_set_property(p.as_ptr(), p.len(), value.as_ptr(), value.len()) })
+}
+
+pub fn get_shared_data(key: &str) -> HostResult<Option<Vec<u8>>> {
+    let (mut data, mut size, mut cas) = (null_mut(), 0usize, 0u32);
+    // SAFETY: `key` is live for the call; out-pointers to locals.
+    let code =
+        unsafe { proxy_get_shared_data(key.as_ptr(), key.len(), &mut data, &mut size, &mut cas) };
+    match code {
+        OK => Ok(Some(owned(data, size))),
+        NOT_FOUND => Ok(None),
+        other => Err(HostError(other)),
+    }
+}
+
+/// Stores a value; no compare-and-swap (cas 0).
+pub fn set_shared_data(key: &str, value: &[u8]) -> HostResult<()> {
+    // SAFETY: `key` and `value` are live slices for the call.
+    status(unsafe {
+        proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), 0)
+    })
+}
+
+/// ABI header-map serialisation: count, then (name length, value length)
+/// pairs, then each name and value NUL-terminated, all little-endian u32.
+fn serialize(map: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    out.extend_from_slice(&len(map.len()));
+    for (name, value) in map {
+        out.extend_from_slice(&len(name.len()));
+        out.extend_from_slice(&len(value.len()));
+    }
+    for (name, value) in map {
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        out.extend_from_slice(value.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// Starts an HTTP call to an Envoy cluster; returns its token.
+pub fn http_call(
+    cluster: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+) -> HostResult<u32> {
+    let headers = serialize(headers);
+    let trailers = serialize(&[]);
+    let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+    let mut token = 0u32;
+    // SAFETY: every slice is live for the call; `token` is a local.
+    let code = unsafe {
+        proxy_http_call(
+            cluster.as_ptr(),
+            cluster.len(),
+            headers.as_ptr(),
+            headers.len(),
+            body.as_ptr(),
+            body.len(),
+            trailers.as_ptr(),
+            trailers.len(),
+            timeout_ms,
+            &mut token,
+        )
+    };
+    status(code).map(|()| token)
+}
+
+/// Resumes a paused response (ABI `continue_stream(HttpResponse)`).
+pub fn resume_response() -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_continue_stream(1) })
+}
+
+pub fn now() -> SystemTime {
+    let mut nanos = 0u64;
+    // SAFETY: out-pointer to a local.
+    let code = unsafe { proxy_get_current_time_nanoseconds(&mut nanos) };
+    if code == OK {
+        UNIX_EPOCH + Duration::from_nanos(nanos)
+    } else {
+        UNIX_EPOCH
+    }
+}
+
+/// Defines a counter; returns its id.
+pub fn define_counter(name: &str) -> HostResult<u32> {
+    let mut id = 0u32;
+    // SAFETY: `name` is live for the call; `id` is a local.
+    status(unsafe { proxy_define_metric(0, name.as_ptr(), name.len(), &mut id) }).map(|()| id)
+}
+
+pub fn increment(id: u32, offset: i64) -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_increment_metric(id, offset) })
+}

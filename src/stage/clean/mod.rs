@@ -1,0 +1,347 @@
+//! The clean stage: lossy rewrites that strip what costs tokens and carries
+//! little (markup, binary blobs, nulls, runs of whitespace), and the lossless
+//! compact-JSON re-emission. Pure functions of a block's text and its
+//! resolved [`CleanSettings`]; the pipeline decides where they run.
+//!
+//! Order for one text block (the "MCP Payload Optimization" order, with
+//! compact JSON added last):
+//!
+//! 1. HTML → Markdown, 2. strip base64, 3. collapse whitespace — on the whole
+//!    text when it is not JSON, on every string value (never a key) when it
+//!    is;
+//! 4. remove nulls — JSON only;
+//! 5. compact JSON — JSON only, lossless.
+//!
+//! JSON blocks go through one pass over the text (`rewrite.rs`, no
+//! `serde_json::Value`): every token no transform replaces keeps its exact
+//! bytes (key order, duplicate keys, number spellings, escapes), and the
+//! output is compact. A block steps 1–4 changed is sent compact; a block
+//! they left alone is compacted only when that saves the configured share.
+//! A block nothing changed stays byte-identical.
+//!
+//! Pipeline use, per `content[]` text block:
+//! ```text
+//! let cleaned = clean(&text, &policy.clean, policy.toon.min_savings_pct);
+//! let text = cleaned.text_or(&text);          // then trim, then TOON
+//! // record cleaned.applied (and cleaned.skipped) in the decision record
+//! // last: cap(final_text, policy.clean.max_text_bytes, framing) — see cap
+//! ```
+//! The size cap ([`cap`]) is not part of [`clean`]: the pipeline applies it
+//! last, after TOON, to the text it is about to send.
+
+mod base64;
+mod cap;
+mod compact;
+mod html;
+mod rewrite;
+mod whitespace;
+
+#[cfg(test)]
+mod tests;
+
+pub use cap::{can_hold_first_row, cap, Capped, Framing};
+pub use html::SUPPORTED as HTML_SUPPORTED;
+
+use serde::de::IgnoredAny;
+
+use crate::marker;
+use crate::outcome::Reason;
+use crate::stage::literal_len;
+
+/// Resolved `clean` settings for one block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CleanSettings {
+    /// Convert text that is an HTML document or fragment to Markdown.
+    pub html_to_markdown: bool,
+    /// Replace base64 runs and `data:` URIs with `<stripped: N bytes>`.
+    pub strip_base64: bool,
+    /// Remove object members whose value is `null` (JSON blocks only).
+    pub remove_nulls: bool,
+    /// Shrink runs of spaces and blank lines outside fenced code blocks.
+    pub collapse_whitespace: bool,
+    /// Re-emit pretty-printed JSON compact when that saves enough.
+    pub compact_json: bool,
+    /// Blocks shorter than this (bytes) are left alone by every transform.
+    pub min_bytes: usize,
+    /// Shortest base64 run (characters, padding excluded) that is stripped.
+    pub base64_min_chars: usize,
+    /// Cap on a block's final text in bytes, applied by [`cap`]; 0 = none.
+    pub max_text_bytes: usize,
+}
+
+impl Default for CleanSettings {
+    fn default() -> Self {
+        Self {
+            html_to_markdown: true,
+            strip_base64: true,
+            remove_nulls: false,
+            collapse_whitespace: true,
+            compact_json: true,
+            min_bytes: 500,
+            base64_min_chars: 256,
+            max_text_bytes: 0,
+        }
+    }
+}
+
+impl CleanSettings {
+    /// Every transform off: [`clean`] returns without looking at the text.
+    pub fn all_off(&self) -> bool {
+        !(self.html_to_markdown
+            || self.strip_base64
+            || self.remove_nulls
+            || self.collapse_whitespace
+            || self.compact_json)
+    }
+}
+
+/// One transform of the clean stage (the cap included, which the pipeline
+/// applies last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transform {
+    HtmlToMarkdown,
+    StripBase64,
+    CollapseWhitespace,
+    RemoveNulls,
+    CompactJson,
+    Cap,
+}
+
+impl Transform {
+    /// Every transform, in the order they run.
+    pub const ALL: &'static [Transform] = &[
+        Transform::HtmlToMarkdown,
+        Transform::StripBase64,
+        Transform::CollapseWhitespace,
+        Transform::RemoveNulls,
+        Transform::CompactJson,
+        Transform::Cap,
+    ];
+
+    /// Snake-case name for metrics, logs and the decision record; the same
+    /// as the configuration field that turns it on.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transform::HtmlToMarkdown => "html_to_markdown",
+            Transform::StripBase64 => "strip_base64",
+            Transform::CollapseWhitespace => "collapse_whitespace",
+            Transform::RemoveNulls => "remove_nulls",
+            Transform::CompactJson => "compact_json",
+            Transform::Cap => "max_text_bytes",
+        }
+    }
+
+    /// Whether the output decodes back to exactly the input value. Only
+    /// compact JSON is; the others drop something by design.
+    pub fn lossless(self) -> bool {
+        matches!(self, Transform::CompactJson)
+    }
+}
+
+/// A transform that changed a block, with the block's size in bytes before
+/// and after it. The records of one block chain: each `bytes_before` is the
+/// previous record's `bytes_after`, the first is the input's length and the
+/// last is the output's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    pub transform: Transform,
+    pub bytes_before: usize,
+    pub bytes_after: usize,
+}
+
+/// What [`clean`] did to one block.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleaned {
+    /// The new text; `None` when the block stays byte-identical.
+    pub text: Option<String>,
+    /// The transforms that changed the block, in the order they ran.
+    pub applied: Vec<Applied>,
+    /// Why the block was not looked at (`BelowMinBytes`, `AlreadyEncoded`);
+    /// `None` when every enabled transform looked at it.
+    pub skipped: Option<Reason>,
+}
+
+impl Cleaned {
+    fn skipped(reason: Reason) -> Self {
+        Self {
+            skipped: Some(reason),
+            ..Self::default()
+        }
+    }
+
+    /// The text to pass on: the new one, or the input when nothing changed.
+    pub fn text_or<'a>(&'a self, input: &'a str) -> &'a str {
+        self.text.as_deref().unwrap_or(input)
+    }
+}
+
+/// Cleans one text block. `compact_min_savings_pct` is the share compact
+/// JSON must save to be used on a block nothing else changed (the pipeline
+/// passes `toon.min_savings_pct`, so both lossless rewrites clear one bar).
+pub fn clean(text: &str, s: &CleanSettings, compact_min_savings_pct: u64) -> Cleaned {
+    if s.all_off() {
+        return Cleaned::default();
+    }
+    // An encoded block is TOON, whose indentation and spacing are data.
+    if marker::is_encoded(text) {
+        return Cleaned::skipped(Reason::AlreadyEncoded);
+    }
+    if text.len() < s.min_bytes {
+        return Cleaned::skipped(Reason::BelowMinBytes);
+    }
+    if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
+        clean_json(text, s, compact_min_savings_pct)
+    } else {
+        clean_text(text, s)
+    }
+}
+
+/// Only a text that opens like a JSON object, array or string is parsed;
+/// prose fails fast either way, but a number or `true` has nothing to clean.
+fn looks_like_json(text: &str) -> bool {
+    matches!(
+        text.trim_start_matches([' ', '\t', '\n', '\r'])
+            .bytes()
+            .next(),
+        Some(b'{' | b'[' | b'"')
+    )
+}
+
+/// One string transform, as applied to a whole text or one string value.
+/// `key` is the object key the string belongs to, if any.
+fn string_transform(
+    t: Transform,
+    s: &CleanSettings,
+    text: &str,
+    key: Option<&str>,
+) -> Option<String> {
+    match t {
+        Transform::HtmlToMarkdown => html::to_markdown(text),
+        Transform::StripBase64 => {
+            if key.is_some_and(base64::is_handle_key) {
+                None
+            } else {
+                base64::strip(text, s.base64_min_chars)
+            }
+        }
+        Transform::CollapseWhitespace => whitespace::collapse(text),
+        _ => None,
+    }
+}
+
+/// The string transforms that are on, in order.
+fn string_transforms(s: &CleanSettings) -> impl Iterator<Item = Transform> + '_ {
+    [
+        (s.html_to_markdown, Transform::HtmlToMarkdown),
+        (s.strip_base64, Transform::StripBase64),
+        (s.collapse_whitespace, Transform::CollapseWhitespace),
+    ]
+    .into_iter()
+    .filter_map(|(on, t)| on.then_some(t))
+}
+
+fn clean_text(text: &str, s: &CleanSettings) -> Cleaned {
+    let mut current: Option<String> = None;
+    let mut applied = Vec::new();
+    for t in string_transforms(s) {
+        let input = current.as_deref().unwrap_or(text);
+        if let Some(next) = string_transform(t, s, input, None) {
+            // A transform is kept only when it made the block smaller.
+            if next.len() < input.len() {
+                applied.push(Applied {
+                    transform: t,
+                    bytes_before: input.len(),
+                    bytes_after: next.len(),
+                });
+                current = Some(next);
+            }
+        }
+    }
+    Cleaned {
+        text: current,
+        applied,
+        skipped: None,
+    }
+}
+
+/// The JSON path: one [`rewrite`] pass. Sizes in the records are those of
+/// the block text: a string's share of it is its literal, so a changed
+/// string moves the block by the difference of its literal lengths, a
+/// removed null member by what it took in the compact text, and what is left
+/// of the difference between input and output is the whitespace compaction
+/// removed.
+fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
+    let transforms: Vec<Transform> = string_transforms(s).collect();
+    let mut savings = vec![0usize; transforms.len()];
+    let mut changed = vec![false; transforms.len()];
+    let pass = rewrite::rewrite(text, s.remove_nulls, &mut |string| {
+        let mut current: Option<String> = None;
+        let mut current_len = string.literal_len;
+        for (k, &t) in transforms.iter().enumerate() {
+            let input = current.as_deref().unwrap_or(string.value);
+            let Some(new) = string_transform(t, s, input, string.key) else {
+                continue;
+            };
+            let new_len = literal_len(&new);
+            if new_len < current_len {
+                if let (Some(total), Some(flag)) = (savings.get_mut(k), changed.get_mut(k)) {
+                    *total += current_len - new_len;
+                    *flag = true;
+                }
+                current_len = new_len;
+                current = Some(new);
+            }
+        }
+        current
+    });
+    let Some(pass) = pass else {
+        return Cleaned::default();
+    };
+    let mut applied = Vec::new();
+    let mut size = text.len();
+    let mut record = |transform: Transform, saved: usize| {
+        let after = size.saturating_sub(saved);
+        applied.push(Applied {
+            transform,
+            bytes_before: size,
+            bytes_after: after,
+        });
+        size = after;
+    };
+    for ((&t, &saved), &did) in transforms.iter().zip(&savings).zip(&changed) {
+        if did {
+            record(t, saved);
+        }
+    }
+    if pass.nulls_removed > 0 {
+        record(Transform::RemoveNulls, pass.nulls_saved);
+    }
+    let out = pass.text;
+    if applied.is_empty() {
+        // Only the layout would change: that is compaction, on its own terms.
+        if !(s.compact_json && compact::accept(text, &out, pct)) {
+            return Cleaned::default();
+        }
+    } else if out.len() > size {
+        // Not expected (the sizes above are exact); keep the chain closed.
+        if let Some(last) = applied.last_mut() {
+            last.bytes_after = out.len();
+        }
+        size = out.len();
+    }
+    // A changed block is written compact whether or not `compact_json` is
+    // on: keeping the source layout around rewritten values is not worth
+    // its complexity, and compaction is lossless.
+    if out.len() < size {
+        applied.push(Applied {
+            transform: Transform::CompactJson,
+            bytes_before: size,
+            bytes_after: out.len(),
+        });
+    }
+    Cleaned {
+        text: Some(out),
+        applied,
+        skipped: None,
+    }
+}

@@ -1,0 +1,379 @@
+"""Process helpers for the end-to-end tests and the demo: free ports, starting
+and stopping processes by pid, waiting for ports, rendering Envoy
+configurations from envoy/envoy.yaml, reading Envoy's admin stats, raw MCP
+requests and the independent TOON decoder.
+
+Everything binds 127.0.0.1. Every process started here is stopped by its own
+pid (SIGTERM, then SIGKILL), never by name.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = ROOT / ".venv" / "bin"
+ENVOY = VENV_BIN / "envoy"
+PYTHON = VENV_BIN / "python"
+WASM = ROOT / "target" / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+ENVOY_TEMPLATE = ROOT / "envoy" / "envoy.yaml"
+DEMO_SERVER = ROOT / "examples" / "demo_server.py"
+TOON_DECODER = ROOT / "tests" / "e2e" / "toon_decode.mjs"
+
+MARKER = (
+    "[mcp-toon/v1] TOON-encoded JSON (toonformat.dev); decode to JSON before reuse. "
+    "Tool arguments must still be sent as JSON."
+)
+PROTOCOL_VERSION = "2026-07-28"
+
+
+# --- ports and processes ------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Proc:
+    """A child process with its output in a log file; stopped by pid."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "wb")
+        self.popen = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+        )
+        self.pid = self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.popen.wait(timeout=timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.popen.poll() is None:
+            os.kill(self.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.popen.wait(timeout=timeout)
+        self._log.close()
+
+    def __enter__(self) -> "Proc":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def wait_for_port(port: int, proc: Proc, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise RuntimeError(f"{proc.name} exited with {proc.popen.returncode} before port {port} opened:\n{proc.log()[-3000:]}")
+        if port_open(port):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{proc.name}: port {port} not open after {timeout}s:\n{proc.log()[-3000:]}")
+
+
+# --- the demo MCP server --------------------------------------------------------
+
+
+def start_demo_server(log_dir: Path, port: int | None = None) -> tuple[Proc, int]:
+    port = port or free_port()
+    proc = Proc("demo-server", [str(PYTHON), str(DEMO_SERVER), "--port", str(port)], log_dir / f"demo-server-{port}.log")
+    try:
+        wait_for_port(port, proc)
+    except Exception:
+        proc.stop()
+        raise
+    return proc, port
+
+
+# --- Envoy ---------------------------------------------------------------------
+
+
+@dataclass
+class Listener:
+    """One listener of a rendered Envoy: its own mcp-toon plugin instance."""
+
+    name: str
+    plugin_config: dict[str, Any] | str
+    allow_on_headers_stop_iteration: bool = True
+    per_connection_buffer_limit_bytes: int | None = None  # None: Envoy's default (1 MiB)
+    port: int = field(default_factory=free_port)
+
+
+def render_envoy(
+    listeners: list[Listener],
+    upstream_port: int,
+    admin_port: int,
+    wasm: Path = WASM,
+    access_log_path: Path | None = None,
+) -> dict[str, Any]:
+    """envoy/envoy.yaml with free ports, one copy of its listener per entry,
+    and the given plugin configurations."""
+    base = yaml.safe_load(ENVOY_TEMPLATE.read_text())
+    base["admin"]["address"]["socket_address"]["port_value"] = admin_port
+    template = base["static_resources"]["listeners"][0]
+    rendered = []
+    for spec in listeners:
+        lst = copy.deepcopy(template)
+        lst["name"] = spec.name
+        lst["address"]["socket_address"]["port_value"] = spec.port
+        if spec.per_connection_buffer_limit_bytes is None:
+            lst.pop("per_connection_buffer_limit_bytes", None)
+        else:
+            lst["per_connection_buffer_limit_bytes"] = spec.per_connection_buffer_limit_bytes
+        hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+        hcm["stat_prefix"] = spec.name
+        if access_log_path is not None:
+            fmt = hcm["access_log"][0]["typed_config"]["log_format"]
+            hcm["access_log"] = [
+                {
+                    "name": "envoy.access_loggers.file",
+                    "typed_config": {
+                        "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+                        "path": str(access_log_path),
+                        "log_format": {
+                            "text_format_source": {
+                                "inline_string": f"[{spec.name}] " + fmt["text_format_source"]["inline_string"].removeprefix("[access] ")
+                            }
+                        },
+                    },
+                }
+            ]
+        wasm_filter = next(f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.wasm")
+        cfg = wasm_filter["typed_config"]["config"]
+        cfg["vm_config"]["code"]["local"]["filename"] = str(wasm)
+        if spec.allow_on_headers_stop_iteration:
+            cfg["allow_on_headers_stop_iteration"] = True
+        else:
+            cfg.pop("allow_on_headers_stop_iteration", None)
+        value = spec.plugin_config if isinstance(spec.plugin_config, str) else json.dumps(spec.plugin_config)
+        cfg["configuration"]["value"] = value
+        rendered.append(lst)
+    base["static_resources"]["listeners"] = rendered
+    cluster = base["static_resources"]["clusters"][0]
+    cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["port_value"] = upstream_port
+    return base
+
+
+class Envoy:
+    """A running Envoy with an admin reader."""
+
+    def __init__(self, proc: Proc, admin_port: int, listeners: dict[str, Listener], config_path: Path):
+        self.proc = proc
+        self.admin_port = admin_port
+        self.listeners = listeners
+        self.config_path = config_path
+
+    def url(self, listener: str, path: str = "/mcp") -> str:
+        return f"http://127.0.0.1:{self.listeners[listener].port}{path}"
+
+    def admin(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.admin_port}{path}", timeout=10) as r:
+            return r.read().decode()
+
+    def prometheus(self) -> dict[str, float]:
+        """`/stats/prometheus` as {metric name (labels stripped): value}."""
+        out: dict[str, float] = {}
+        for line in self.admin("/stats/prometheus").splitlines():
+            if not line or line.startswith("#"):
+                continue
+            name_labels, _, value = line.rpartition(" ")
+            name = name_labels.split("{", 1)[0]
+            try:
+                out[name] = out.get(name, 0.0) + float(value)
+            except ValueError:
+                continue
+        return out
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def start_envoy(
+    listeners: list[Listener],
+    upstream_port: int,
+    work_dir: Path,
+    name: str = "envoy",
+    access_log_path: Path | None = None,
+    wait: bool = True,
+) -> Envoy:
+    admin_port = free_port()
+    config = render_envoy(listeners, upstream_port, admin_port, access_log_path=access_log_path)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    config_path = work_dir / f"{name}.json"
+    config_path.write_text(json.dumps(config, indent=1))
+    proc = Proc(
+        name,
+        [
+            str(ENVOY),
+            "-c",
+            str(config_path),
+            "--concurrency",
+            "1",
+            "--log-level",
+            "info",
+            "--component-log-level",
+            "wasm:debug",
+            "--disable-hot-restart",
+            # The access log reaches its file within 0.1 s (default 10 s).
+            "--file-flush-interval-msec",
+            "100",
+        ],
+        work_dir / f"{name}.log",
+    )
+    envoy = Envoy(proc, admin_port, {l.name: l for l in listeners}, config_path)
+    if not wait:
+        return envoy
+    try:
+        wait_for_port(admin_port, proc, timeout=60)
+        for spec in listeners:
+            wait_for_port(spec.port, proc, timeout=60)
+    except Exception:
+        proc.stop()
+        raise
+    return envoy
+
+
+def envoy_version() -> str:
+    """The version of the envoy binary, e.g. `1.40.0`."""
+    out = subprocess.run([str(ENVOY), "--version"], capture_output=True, text=True, timeout=60).stdout
+    for part in out.split("/"):
+        if part.count(".") == 2 and part.replace(".", "").isdigit():
+            return part
+    return "?"
+
+
+def validate_envoy_config(path: Path) -> subprocess.CompletedProcess[str]:
+    """`envoy --mode validate`: parses the config and loads the plugin
+    (on_configure runs), without opening ports."""
+    return subprocess.run(
+        [str(ENVOY), "--mode", "validate", "-c", str(path), "--disable-hot-restart", "--log-level", "info"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# --- raw MCP over HTTP -------------------------------------------------------------
+
+
+def jsonrpc(method: str, params: dict[str, Any] | None = None, id: int | str = 1) -> dict[str, Any]:
+    """A 2026-07-28 (stateless) JSON-RPC request, as the official client sends it."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp-toon-e2e", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": {**(params or {}), "_meta": meta}}
+
+
+def post(url: str, message: dict[str, Any], headers: dict[str, str] | None = None, timeout: float = 30.0) -> httpx.Response:
+    """POSTs one JSON-RPC message; the response body is kept raw (not decoded:
+    `content-encoding` is left as it arrived)."""
+    h = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": PROTOCOL_VERSION,
+        "mcp-method": message["method"],
+    }
+    if message["method"] == "tools/call":
+        h["mcp-name"] = message["params"]["name"]
+    h.update(headers or {})
+    body = json.dumps(message, separators=(",", ":")).encode()
+    with httpx.Client(timeout=timeout) as client:
+        with client.stream("POST", url, content=body, headers=h) as r:
+            raw = b"".join(r.iter_raw())
+    r._content = raw  # the bytes as they crossed the wire
+    return r
+
+
+def call_tool(
+    url: str,
+    tool: str,
+    arguments: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> httpx.Response:
+    return post(url, jsonrpc("tools/call", {"name": tool, "arguments": arguments or {}}), headers, timeout)
+
+
+# --- TOON ----------------------------------------------------------------------------
+
+
+def split_marker(text: str, marker: str = MARKER) -> str:
+    """The TOON text of an encoded block; fails if the block has no marker."""
+    head, sep, rest = text.partition("\n")
+    if head != marker or not sep:
+        raise AssertionError(f"block does not start with the marker line: {text[:200]!r}")
+    return rest
+
+
+def toon_decode(toon: str) -> Any:
+    """Decodes with the TypeScript reference implementation (node)."""
+    r = subprocess.run(
+        ["node", str(TOON_DECODER)], input=toon.encode(), capture_output=True, cwd=TOON_DECODER.parent, timeout=60
+    )
+    if r.returncode != 0:
+        raise AssertionError(f"reference TOON decoder failed: {r.stderr.decode()[-2000:]}")
+    return json.loads(r.stdout)
+
+
+def same_json(a: Any, b: Any, path: str = "$") -> None:
+    """Asserts two JSON values are equal, key order included; numbers compare
+    by value (TOON writes 2.0 as 2)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        assert a == b, f"{path}: {a!r} != {b!r}"
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert list(a) == list(b), f"{path}: keys {list(a)} != {list(b)}"
+        for k in a:
+            same_json(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            same_json(x, y, f"{path}[{i}]")
+    else:
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
