@@ -4,8 +4,9 @@
 //! replayed as the host events of one HTTP exchange (request headers and
 //! body, response headers and body) and the [`Exchange`] decides.
 //!
-//! Built for `wasm32-wasip2` with `--no-default-features --features
-//! component`; the proxy-wasm module never carries it. The WIT glue is
+//! Built for `wasm32-wasip2` with `--features component` (default features
+//! on, so the same stages as the plugin, HTML → Markdown included); the
+//! proxy-wasm module never carries it. The WIT glue is
 //! compiled for wasm only (a native cdylib cannot export names with `:`);
 //! the functions it calls are plain Rust, tested natively.
 

@@ -88,6 +88,11 @@ def exchanges():
         ("id-mismatch", call("8"), response("7", table_text(40))),
         ("with-intent", call("7", arguments={"expected_info": "ids and names only"}),
          response("7", table_text(40))),
+        ("html-page", call("7"), response("7", (PAYLOADS / "page.html").read_text())),
+        ("prose", call("7"), response("7", (PAYLOADS / "prose.txt").read_text())),
+        ("pretty-object", call("7"), response("7", json.dumps(
+            {"service": "checkout", "owners": ["a", "b"], "limits": {"cpu": "500m", "memory": None}},
+            indent=2))),
     ]
     for config in USABLE:
         for name, request, body in bodies:
@@ -252,17 +257,25 @@ def test_process_response_cases_do_what_they_say(host, processors):
     assert not out["changed"] and "mode_off" in out["summary"]
     out, _ = run("table-40@config3")
     assert not out["changed"] and "response_too_large" in out["summary"]
-    for name, reason in [("error.json@config0", "jsonrpc_error"), ("nested.json@config0", "not_tabular"),
-                         ("is-error@config0", "is_error"), ("invalid-utf8@config0", "invalid_utf8"),
-                         ("tools-list-request", "not_tools_call"), ("text-plain-response", "not_json_response"),
-                         ("table-3@config0", "below_min_bytes")]:
+    for name, reason in [("error.json@config0", "jsonrpc_error"), ("is-error@config0", "is_error"),
+                         ("invalid-utf8@config0", "invalid_utf8"), ("tools-list-request", "not_tools_call"),
+                         ("text-plain-response", "not_json_response"), ("table-3@config0", "below_min_bytes")]:
         out, decisions = run(name)
         assert not out["changed"], name
         assert reason in [d.get("reason") for d in decisions], (name, decisions)
+    # Pretty JSON that is no table: compacted by the clean stage, not encoded.
+    out, decisions = run("nested.json@config0")
+    assert out["changed"] and [(d["stage"], d.get("reason")) for d in decisions] == [
+        ("clean", None), ("toon", "not_tabular")], decisions
     out, decisions = run("batch@config0")
     assert out["changed"] and [d["outcome"] for d in decisions] == ["encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
+    out, decisions = run("html-page@config0")
+    assert out["changed"] and [d["stage"] for d in decisions][:1] == ["clean"], decisions
+    assert "<p>" not in json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    out, decisions = run("prose@config0")
+    assert not out["changed"], decisions
     out, _ = run("event-stream")
     assert out["changed"] and bytes(out["body"]).startswith(b"event: message\r\ndata: ")
     trim = CONFIGS.index('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}')
