@@ -44,7 +44,8 @@ fn run_stdin(args: &[&str], input: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
+    // A process that exits before reading (a refused config) closes the pipe.
+    let _ = child.stdin.take().unwrap().write_all(input);
     child.wait_with_output().unwrap()
 }
 
@@ -62,6 +63,17 @@ fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Clean transforms off, for a table whose lines do not depend on them.
+const TOON_ONLY: &str = r#"{"clean":{"html_to_markdown":false,"strip_base64":false,"collapse_whitespace":false,"compact_json":false}}"#;
+
+fn toon_only_config() -> String {
+    let path = temp("toon-only.json");
+    std::fs::write(&path, TOON_ONLY).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `measure --format json` on the corpus with the default configuration
+/// (every stage as the plugin runs it) unless `extra` says otherwise.
 fn measure_json(extra: &[&str]) -> Value {
     let dir = payloads();
     let mut args = vec!["measure", "--format", "json"];
@@ -220,7 +232,7 @@ fn measure_follows_the_configuration() {
     let config = temp("off.json");
     std::fs::write(
         &config,
-        r#"{"toon":{"mode":"adaptive"},"tools":{"list_users":{"toon":{"mode":"off"}}}}"#,
+        r#"{"toon":{"mode":"adaptive"},"clean":{"compact_json":false,"collapse_whitespace":false},"tools":{"list_users":{"toon":{"mode":"off"}}}}"#,
     )
     .unwrap();
     let c = config.to_str().unwrap();
@@ -236,7 +248,8 @@ fn measure_follows_the_configuration() {
 #[test]
 fn measure_text_table_has_a_line_per_block_and_totals() {
     let dir = payloads();
-    let out = run(&["measure", dir.to_str().unwrap()]);
+    let config = toon_only_config();
+    let out = run(&["measure", "--config", &config, dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
@@ -398,4 +411,21 @@ fn usage_errors_exit_2() {
     for cmd in ["measure", "encode", "decode"] {
         assert!(stdout(&help).contains(cmd));
     }
+}
+
+#[test]
+fn measure_cleans_by_default() {
+    let dir = payloads();
+    let out = run(&["measure", "--format", "json", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let page = &payload(&m, "page.html")["rows"][0];
+    let stages: Vec<&str> = page["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["stage"].as_str())
+        .collect();
+    assert!(stages.contains(&"clean"), "{page}");
+    assert!(page["bytes_after"].as_u64().unwrap() < page["bytes_before"].as_u64().unwrap());
 }
