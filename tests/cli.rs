@@ -429,3 +429,20 @@ fn measure_cleans_by_default() {
     assert!(stages.contains(&"clean"), "{page}");
     assert!(page["bytes_after"].as_u64().unwrap() < page["bytes_before"].as_u64().unwrap());
 }
+
+#[test]
+fn measure_reads_standard_input_for_dash() {
+    let rows: Vec<Value> = (0..30)
+        .map(|i| serde_json::json!({"id": i, "name": format!("row {i}"), "ok": true}))
+        .collect();
+    let text = Value::Array(rows).to_string();
+    let out = run_stdin(&["measure", "--format", "json", "-"], text.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let p = &m["payloads"][0];
+    assert_eq!(
+        (&p["payload"], &p["kind"]),
+        (&Value::from("-"), &Value::from("json"))
+    );
+    assert_eq!(p["rows"][0]["outcome"], "encoded");
+}
