@@ -19,7 +19,8 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 PYTHON := .venv/bin/python
-WASM := target/wasm32-wasip1/release/mcp_toon.wasm
+# Respects CARGO_TARGET_DIR, like cargo.
+WASM := $(or $(CARGO_TARGET_DIR),target)/wasm32-wasip1/release/mcp_toon.wasm
 # The module without HTML → Markdown is about 550 KB; html5ever (through
 # mdka) adds about 550 KB more. The ceiling catches a dependency that
 # balloons the module; README "Module size" has the figures.

@@ -66,7 +66,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WASM = ROOT / "target" / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+WASM = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 OUT = ROOT / "build" / "oci"
 
 # solo-io/wasm spec/spec.md ("oci" variant) and spec/spec-compat.md.

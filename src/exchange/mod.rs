@@ -171,10 +171,8 @@ pub struct Exchange {
 /// chunk landing on top. So the core takes every chunk out of Envoy's
 /// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
 ///
-/// A JSON body leaves its last byte in Envoy's (paused) buffer: a response
-/// that ends with trailers ends without a last body callback, and the
-/// trailers callback can only write the body back into a buffer Envoy still
-/// holds. That byte is also kept here; the final replacement covers it.
+/// Known gap: a response that ends with trailers has no last body callback,
+/// and the trailers callback has no buffer to write the body back into.
 #[derive(Debug, Default)]
 struct Collected {
     bytes: Vec<u8>,
@@ -403,15 +401,10 @@ impl Exchange {
         }
         if !end_of_stream {
             self.response_body.bytes.extend_from_slice(chunk);
-            let last: Vec<u8> = self
-                .response_body
-                .bytes
-                .last()
-                .copied()
-                .into_iter()
-                .collect();
-            self.response_body.in_host = last.len();
-            return Step::new(Some(last), Flow::Pause);
+            // Continue on an emptied buffer: a paused body makes Envoy hold
+            // the final replacement against its buffer limit and reset the
+            // stream (seen with a 64 KiB limit). Held headers must pause.
+            return Step::swallow(self.hold_headers);
         }
         self.json_end(chunk)
     }

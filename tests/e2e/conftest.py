@@ -13,6 +13,8 @@ import harness
 from harness import Listener
 
 # Plugin configurations of the shared Envoy, one listener each.
+CLEAN_OFF = {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False, "compact_json": False}
+
 LISTENERS = {
     # allow_on_headers_stop_iteration + hold_headers: exact content-length
     # and an x-mcp-toon header on buffered JSON responses.
@@ -86,6 +88,10 @@ def envoy(demo: DemoServer, work_dir: Path):
     demo server, with a file access log printing the decision record."""
     listeners = []
     for name, (cfg, allow) in LISTENERS.items():
+        # These listeners pin the spine's TOON behaviour (byte-identical
+        # passthrough of what TOON leaves alone): the lossy clean
+        # transforms are off unless a listener turns them on.
+        cfg = {"clean": CLEAN_OFF, **cfg}
         listener = Listener(name, cfg, allow)
         # "{port}" in a configuration stands for the listener's own port.
         listener.plugin_config = json.loads(json.dumps(cfg).replace("{port}", str(listener.port)))

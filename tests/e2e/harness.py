@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 ENVOY = VENV_BIN / "envoy"
 PYTHON = VENV_BIN / "python"
-WASM = ROOT / "target" / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+# Where cargo put the module (CARGO_TARGET_DIR respected, as the Makefile does).
+WASM = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 ENVOY_TEMPLATE = ROOT / "envoy" / "envoy.yaml"
 DEMO_SERVER = ROOT / "examples" / "demo_server.py"
 TOON_DECODER = ROOT / "tests" / "e2e" / "toon_decode.mjs"

@@ -210,7 +210,7 @@ def test_hold_headers_without_envoy_support_stalls_the_stream(demo, envoy):
 @pytest.mark.xfail(
     strict=True,
     reason="known bug: a JSON response that ends with trailers loses the bytes the core took out "
-    "of Envoy's buffer (no trailers callback; the body cannot be written back from it)",
+    "of Envoy's buffer (the trailers callback has no body buffer to write them back into)",
 )
 def test_json_response_ending_with_trailers_arrives_complete(work_dir):
     """Seen: a 200 with an empty body. (A chunked body has no length, so
