@@ -11,6 +11,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::sse::{SseFramer, Unit};
+
 /// The id given to results captured without their JSON-RPC envelope.
 const SYNTHETIC_ID: u64 = 1;
 
@@ -127,65 +129,21 @@ fn looks_like_sse(text: &str) -> bool {
     field_or_comment && lines.any(|l| l == "data" || l.starts_with("data:"))
 }
 
-/// The data of each event of a stream, after WHATWG HTML §9.2.6
-/// "Interpreting an event stream": lines end with CRLF, LF or CR; a line
-/// starting with `:` is a comment; `data` fields append their value (one
-/// leading space removed) and a LF; a blank line dispatches the event if
-/// its data is not empty, without the last LF. Unlike a browser, a last
-/// event without its blank line still counts: captures get cut short.
+/// The data of each event of a stream, cut by the framer the plugin uses
+/// (`crate::sse`, WHATWG HTML §9.2.5–9.2.6). Unlike a browser, a last event
+/// without its blank line still counts: captures get cut short.
 pub fn sse_data(text: &str) -> Vec<String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut events = Vec::new();
-    let mut data = String::new();
-    let mut dispatch = |data: &mut String| {
-        if !data.is_empty() {
-            data.pop();
-            events.push(std::mem::take(data));
-        }
-    };
-    for line in split_lines(text) {
-        if line.is_empty() {
-            dispatch(&mut data);
-            continue;
-        }
-        if line.starts_with(':') {
-            continue;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        if field == "data" {
-            data.push_str(value);
-            data.push('\n');
-        }
-    }
-    dispatch(&mut data);
-    events
-}
-
-/// Lines ended by CRLF, LF or CR (the last one may end with the text).
-fn split_lines(text: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        match rest.find(['\r', '\n']) {
-            Some(i) => {
-                lines.push(rest.get(..i).unwrap_or_default());
-                let skip = if rest.get(i..).is_some_and(|r| r.starts_with("\r\n")) {
-                    2
-                } else {
-                    1
-                };
-                rest = rest.get(i + skip..).unwrap_or_default();
-            }
-            None => {
-                lines.push(rest);
-                rest = "";
-            }
-        }
-    }
-    lines
+    let mut framer = SseFramer::new(text.len().saturating_add(2));
+    let mut units = framer.push(text.as_bytes());
+    units.extend(framer.push(b"\n\n"));
+    units.extend(framer.finish());
+    units
+        .into_iter()
+        .filter_map(|u| match u {
+            Unit::Event(e) => e.data().map(str::to_string),
+            Unit::Passthrough { .. } => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ pub struct Target {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StageDecision {
     pub stage: &'static str,
+    /// The clean transform this decision is about, if any.
+    pub transform: Option<&'static str>,
     pub outcome: &'static str,
     pub reason: Option<&'static str>,
     pub bytes_before: usize,
@@ -267,6 +269,7 @@ fn rows(
                     .iter()
                     .map(|d| StageDecision {
                         stage: d.stage.as_str(),
+                        transform: d.transform,
                         outcome: d.outcome.as_str(),
                         reason: match d.outcome {
                             Outcome::Passthrough(r) => Some(r.as_str()),

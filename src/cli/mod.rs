@@ -94,7 +94,7 @@ struct MeasureArgs {
     report: Option<PathBuf>,
     /// Captured payloads: files (a JSON-RPC response or batch, a
     /// CallToolResult, an SSE stream, or any JSON or text, taken as one text
-    /// block) or directories of them.
+    /// block), directories of them, or `-` for standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
@@ -185,9 +185,13 @@ fn run_measure(args: &MeasureArgs) -> Result<(), Failure> {
     }
     let mut payloads = Vec::with_capacity(files.len());
     for file in files {
-        let bytes = fs::read(&file).map_err(|e| {
-            Failure::input(format!("mcp-toon: cannot read {}: {e}", file.display()))
-        })?;
+        let bytes = if file == Path::new(STDIN) {
+            read_stdin_bytes()?
+        } else {
+            fs::read(&file).map_err(|e| {
+                Failure::input(format!("mcp-toon: cannot read {}: {e}", file.display()))
+            })?
+        };
         payloads.push(Payload {
             name: file.display().to_string(),
             bytes,
@@ -212,6 +216,10 @@ fn run_measure(args: &MeasureArgs) -> Result<(), Failure> {
 /// A file as it is; a directory's files, depth first in name order, hidden
 /// ones (names starting with `.`) left out.
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    if path == Path::new(STDIN) {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
     let meta = fs::metadata(path)
         .map_err(|e| Failure::input(format!("mcp-toon: cannot read {}: {e}", path.display())))?;
     if !meta.is_dir() {
@@ -235,12 +243,19 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn read_stdin() -> Result<String, Failure> {
+/// The PATH that stands for standard input.
+const STDIN: &str = "-";
+
+fn read_stdin_bytes() -> Result<Vec<u8>, Failure> {
     let mut bytes = Vec::new();
     io::stdin()
         .read_to_end(&mut bytes)
         .map_err(|e| Failure::input(format!("mcp-toon: cannot read standard input: {e}")))?;
-    String::from_utf8(bytes)
+    Ok(bytes)
+}
+
+fn read_stdin() -> Result<String, Failure> {
+    String::from_utf8(read_stdin_bytes()?)
         .map_err(|e| Failure::input(format!("mcp-toon: standard input is not UTF-8: {e}")))
 }
 

@@ -4,8 +4,9 @@
 //! replayed as the host events of one HTTP exchange (request headers and
 //! body, response headers and body) and the [`Exchange`] decides.
 //!
-//! Built for `wasm32-wasip2` with `--no-default-features --features
-//! component`; the proxy-wasm module never carries it. The WIT glue is
+//! Built for `wasm32-wasip2` with `--features component` (default features
+//! on, so the same stages as the plugin, HTML → Markdown included); the
+//! proxy-wasm module never carries it. The WIT glue is
 //! compiled for wasm only (a native cdylib cannot export names with `:`);
 //! the functions it calls are plain Rust, tested natively.
 
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use crate::config::{Settings, StreamInfo};
 use crate::convert;
-use crate::exchange::{Exchange, NoSessions, RequestHead, ResponseHead, ResponsePlan};
+use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, Step};
 use crate::report::Report;
 use crate::stage::trim::LlmReply;
 
@@ -36,11 +37,13 @@ pub fn configure(config: &str) -> Result<Arc<Settings>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One exchange as the proxy-wasm adapter sees it: a POST of
-/// `application/json`, a complete request body, a 2xx response with
-/// `content_type` and no content-encoding, a complete response body, each
-/// in one chunk. A component host has no LLM endpoint: a trim callout is
-/// answered "not sent" and fails open.
+/// One Streamable HTTP exchange as the proxy-wasm adapter sees it: a POST
+/// of `application/json` to `/mcp`, its body in one chunk, then a 200
+/// response of `content_type` (no content-encoding), its body in one chunk.
+///
+/// This world imports no HTTP client, so a trim callout the core asks for
+/// is answered "not sent": the core fails open and records why, as the
+/// plugin does when its host refuses a call.
 pub fn process(
     settings: &Arc<Settings>,
     request_body: &[u8],
@@ -52,47 +55,71 @@ pub fn process(
     let plan = exchange.request_headers(RequestHead {
         stream: &stream,
         method: "POST",
-        path: "/",
+        path: "/mcp",
         content_type: Some("application/json"),
         accept: Some("application/json, text/event-stream"),
         end_of_stream: request_body.is_empty(),
     });
-    if plan.read_body {
-        exchange.request_chunk(request_body, true, &mut NoSessions);
+    if plan.read_body && exchange.reads_request() {
+        // A rewritten request (intent argument taken out) would go to the
+        // server; this interface returns only the response.
+        let _ = exchange.request_chunk(request_body, true, &mut NoSessions);
     }
-    let plan = exchange.response_headers(ResponseHead {
+    exchange.response_headers(ResponseHead {
         status: Some(200),
         content_type: Some(content_type),
         content_encoding: None,
         content_length: Some(response_body.len()),
         end_of_stream: response_body.is_empty(),
     });
-    let mut body = None;
-    if plan != ResponsePlan::Pass && exchange.reads_response() {
-        let mut step = exchange.response_chunk(&response_body, true, &mut NoSessions);
-        loop {
-            if let Some(b) = step.body.take() {
-                body = Some(b);
-            }
-            if step.callout.take().is_none() {
-                break;
-            }
-            step = exchange.callout_reply(&LlmReply::NotSent, &mut NoSessions);
+    if !exchange.reads_response() {
+        return unchanged(response_body, &exchange);
+    }
+    let step = exchange.response_chunk(&response_body, true, &mut NoSessions);
+    let sent = perform(&mut exchange, step, response_body.clone());
+    if sent == response_body {
+        return unchanged(response_body, &exchange);
+    }
+    Outcome {
+        body: sent,
+        changed: true,
+        report: exchange.report().clone(),
+    }
+}
+
+fn unchanged(body: Vec<u8>, exchange: &Exchange) -> Outcome {
+    Outcome {
+        body,
+        changed: false,
+        report: exchange.report().clone(),
+    }
+}
+
+/// Carries out the steps for the one (last) chunk the host holds, as
+/// Envoy would: a step's body replaces the held bytes; a callout is
+/// answered and its step followed; bytes go out when the flow continues.
+fn perform(exchange: &mut Exchange, mut step: Step, mut held: Vec<u8>) -> Vec<u8> {
+    let mut sent = Vec::new();
+    // Each reply settles one pending callout, and a response has finitely
+    // many blocks; the bound only guards against a core bug looping.
+    for _ in 0..=held.len() {
+        if let Some(body) = step.body.take() {
+            held = body;
         }
+        let Some(_request) = step.callout.take() else {
+            break;
+        };
+        let next = exchange.callout_reply(&LlmReply::NotSent, &mut NoSessions);
+        if step.flow == Flow::Continue {
+            sent.append(&mut held);
+        }
+        step = next;
     }
-    let report = exchange.report().clone();
-    match body {
-        Some(body) if body != response_body => Outcome {
-            body,
-            changed: true,
-            report,
-        },
-        _ => Outcome {
-            body: response_body,
-            changed: false,
-            report,
-        },
+    if let Some(body) = step.body.take() {
+        held = body;
     }
+    sent.append(&mut held);
+    sent
 }
 
 /// `toon-encode`: bare TOON, or why not.
@@ -155,6 +182,33 @@ mod tests {
             assert_eq!(out.body, body);
             assert!(!out.report.is_empty());
         }
+    }
+
+    #[test]
+    fn event_streams_are_rewritten_event_by_event() {
+        let s = configure("").unwrap();
+        let event = String::from_utf8(table_response()).unwrap();
+        let body = format!(": ping\n\nevent: message\ndata: {event}\n\n").into_bytes();
+        let out = process(&s, CALL, "text/event-stream", body);
+        assert!(out.changed);
+        let text = String::from_utf8(out.body).unwrap();
+        assert!(
+            text.starts_with(": ping\n\nevent: message\ndata: {"),
+            "{text}"
+        );
+        assert!(text.ends_with("}\n\n") && text.contains("[mcp-toon/v1]"));
+    }
+
+    #[test]
+    fn a_trim_callout_fails_open_and_encoding_goes_on() {
+        let s = configure(r#"{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}"#)
+            .unwrap();
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"ids only"}}}"#;
+        let out = process(&s, call, "application/json", table_response());
+        let record = out.report.to_json();
+        assert!(record.contains("\"stage\":\"trim\""), "{record}");
+        assert!(out.changed, "{record}");
+        assert!(out.report.summary().contains("encoded=1"), "{record}");
     }
 
     #[test]

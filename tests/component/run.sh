@@ -13,7 +13,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 venv="${VENV:-$root/target/component-venv}"
 
-cargo build --quiet --target wasm32-wasip2 --release --no-default-features --features component
+cargo build --quiet --target wasm32-wasip2 --release --features component
 cargo build --quiet --example component-native --features component
 
 if [ ! -x "$venv/bin/python" ]; then

@@ -31,6 +31,8 @@ CONFIG_CASES = [
     ('{"toon":{"mode":"always","header":"none"}}', True),
     ('{"max_body_bytes":1024}', True),
     ('{"toon":{"mode":"off"}}', True),
+    # Trim on: the component has no HTTP client, so its callout fails open.
+    ('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}', True),
     ('{"toon":{"mode":"sometimes"}}', False),
     ('{"toon":{"min_savings_pct":95}}', False),
     ('{"max_body_bytes":10}', False),
@@ -42,9 +44,9 @@ CONFIGS = [c for c, _ in CONFIG_CASES]
 USABLE = [i for i, (_, ok) in enumerate(CONFIG_CASES) if ok]
 
 
-def call(id_json, tool="list_things"):
+def call(id_json, tool="list_things", arguments=None):
     return json.dumps({"jsonrpc": "2.0", "id": json.loads(id_json), "method": "tools/call",
-                       "params": {"name": tool, "arguments": {}}}).encode()
+                       "params": {"name": tool, "arguments": arguments or {}}}).encode()
 
 
 def table_text(n):
@@ -84,6 +86,13 @@ def exchanges():
             "content": [{"type": "text", "text": table_text(40)}], "isError": True}}).encode()),
         ("invalid-utf8", call("7"), b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}\xff'),
         ("id-mismatch", call("8"), response("7", table_text(40))),
+        ("with-intent", call("7", arguments={"expected_info": "ids and names only"}),
+         response("7", table_text(40))),
+        ("html-page", call("7"), response("7", (PAYLOADS / "page.html").read_text())),
+        ("prose", call("7"), response("7", (PAYLOADS / "prose.txt").read_text())),
+        ("pretty-object", call("7"), response("7", json.dumps(
+            {"service": "checkout", "owners": ["a", "b"], "limits": {"cpu": "500m", "memory": None}},
+            indent=2))),
     ]
     for config in USABLE:
         for name, request, body in bodies:
@@ -248,21 +257,32 @@ def test_process_response_cases_do_what_they_say(host, processors):
     assert not out["changed"] and "mode_off" in out["summary"]
     out, _ = run("table-40@config3")
     assert not out["changed"] and "response_too_large" in out["summary"]
-    # Pretty nested JSON is compacted by the clean stage, and is no table.
-    out, decisions = run("nested.json@config0")
-    assert "not_tabular" in [d.get("reason") for d in decisions]
-    assert [d.get("transform") for d in decisions if d["outcome"] == "cleaned"] in ([], ["compact_json"])
-    for name, reason in [("error.json@config0", "jsonrpc_error"),
-                         ("is-error@config0", "is_error"), ("invalid-utf8@config0", "invalid_utf8"),
-                         ("tools-list-request", "not_tools_call"), ("text-plain-response", "not_json_response"),
-                         ("table-3@config0", "below_min_bytes")]:
+    for name, reason in [("error.json@config0", "jsonrpc_error"), ("is-error@config0", "is_error"),
+                         ("invalid-utf8@config0", "invalid_utf8"), ("tools-list-request", "not_tools_call"),
+                         ("text-plain-response", "not_json_response"), ("table-3@config0", "below_min_bytes")]:
         out, decisions = run(name)
         assert not out["changed"], name
         assert reason in [d.get("reason") for d in decisions], (name, decisions)
+    # Pretty JSON that is no table: compacted by the clean stage, not encoded.
+    out, decisions = run("nested.json@config0")
+    assert out["changed"] and [(d["stage"], d.get("reason")) for d in decisions] == [
+        ("clean", None), ("toon", "not_tabular")], decisions
     out, decisions = run("batch@config0")
     assert out["changed"] and [d["outcome"] for d in decisions] == ["encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
+    out, decisions = run("html-page@config0")
+    assert out["changed"] and [d["stage"] for d in decisions][:1] == ["clean"], decisions
+    assert "<p>" not in json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    out, decisions = run("prose@config0")
+    assert not out["changed"], decisions
+    out, _ = run("event-stream")
+    assert out["changed"] and bytes(out["body"]).startswith(b"event: message\r\ndata: ")
+    trim = CONFIGS.index('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}')
+    out, decisions = run(f"with-intent@config{trim}")
+    assert out["changed"], decisions
+    assert [d["stage"] for d in decisions] == ["trim", "toon"], decisions
+    assert decisions[0]["outcome"] == "passthrough" and decisions[1]["outcome"] == "encoded"
 
 
 def test_toon_encode_and_decode_equal_native(host, cases, native):
