@@ -321,6 +321,24 @@ impl Exchange {
         rewritten
     }
 
+    /// The response began before the request body ended. A server may
+    /// answer as soon as it has read what it needs: over HTTP/2 a client
+    /// can send the end of its stream in a frame of its own, after the body
+    /// reached the server. What was kept of the request decides when it is
+    /// a whole JSON-RPC message (any byte after a whole JSON value would
+    /// make the request invalid anyway); otherwise the stream passes.
+    /// Call before [`Exchange::response_headers`]; a no-op once the
+    /// request ended.
+    pub fn response_started(&mut self, sessions: &mut dyn SessionStore) {
+        if self.phase != Phase::Request {
+            return;
+        }
+        let body = std::mem::take(&mut self.request_body.bytes);
+        // Whatever changed of the body can no longer go upstream: only a
+        // request whose body was forwarded as it came gets this far.
+        let _ = self.request_complete(&body, sessions);
+    }
+
     pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
         if self.phase != Phase::Interested {
             self.phase = Phase::Done;
@@ -342,10 +360,17 @@ impl Exchange {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
             Some(Reason::ResponseTooLarge)
-        } else if head.end_of_stream
-            || !(media == "application/json" || media == "text/event-stream")
+        } else if !(media == "application/json" || media == "text/event-stream")
             || (self.legacy && media != "text/event-stream")
         {
+            Some(Reason::NotJsonResponse)
+        } else if head.end_of_stream && media == "application/json" && head.status == Some(200) {
+            // A 200 promising JSON with an empty body is no JSON-RPC
+            // message: the same reason whether the body ends with the
+            // headers or with an empty chunk. (202 and 204 have no body
+            // by design.)
+            Some(Reason::MalformedResponse)
+        } else if head.end_of_stream {
             Some(Reason::NotJsonResponse)
         } else {
             None

@@ -126,6 +126,50 @@ fn a_json_tool_result_is_collected_and_rewritten() {
     assert!(e.is_done());
 }
 
+/// HTTP/2 clients may end the request in a frame of its own, after the
+/// server answered (e2e: test_bad_input.py, HTTP/2): the kept body decides.
+#[test]
+fn a_response_before_the_request_ended_uses_the_body_so_far() {
+    let stream = StreamInfo::default();
+    let mut e = exchange("{}");
+    e.request_headers(head(&stream, "POST", Some("application/json")));
+    assert_eq!(e.request_chunk(CALL, false, &mut NoSessions), Step::pass());
+    e.response_started(&mut NoSessions);
+    assert!(!e.reads_request());
+    assert_eq!(
+        e.response_headers(json_head(200)),
+        ResponsePlan::Rewrite {
+            hold_headers: false
+        }
+    );
+    // The request's end arriving late changes nothing.
+    assert_eq!(e.request_chunk(b"", true, &mut NoSessions), Step::pass());
+    let body = result_data(1);
+    let (sent, _) = respond(&mut e, &[body.as_bytes()]);
+    assert!(String::from_utf8(sent).unwrap().contains("[mcp-toon/v1]"));
+    assert_eq!(reasons(&e), vec![Outcome::Encoded]);
+
+    // Half a request: counted, the response passes.
+    let mut e = exchange("{}");
+    e.request_headers(head(&stream, "POST", Some("application/json")));
+    e.request_chunk(&CALL[..20], false, &mut NoSessions);
+    e.response_started(&mut NoSessions);
+    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+    assert_eq!(
+        reasons(&e),
+        vec![Outcome::Passthrough(Reason::RequestNotJsonRpc)]
+    );
+
+    // After a normal end, response_started is a no-op.
+    let mut e = exchange("{}");
+    into_tool_call(&mut e);
+    e.response_started(&mut NoSessions);
+    assert!(matches!(
+        e.response_headers(json_head(200)),
+        ResponsePlan::Rewrite { .. }
+    ));
+}
+
 #[test]
 fn unchanged_bodies_go_back_exactly() {
     let mut e = exchange("{}");
@@ -280,6 +324,15 @@ fn response_heads_that_pass() {
                 ..json_head(202)
             },
             Reason::NotJsonResponse,
+        ),
+        // An empty 200 JSON body is malformed, as it is when an empty
+        // chunk ends it (e2e: test_bad_input.py, empty_body).
+        (
+            ResponseHead {
+                end_of_stream: true,
+                ..json_head(200)
+            },
+            Reason::MalformedResponse,
         ),
     ];
     for (h, reason) in cases {
