@@ -65,6 +65,11 @@ test: bootstrap build lint unit component e2e
 demo: bootstrap build
 	$(PYTHON) examples/demo.py
 
+# Token savings, TOON throughput, Envoy requests/s and latency, module size
+# and memory per stream, written into BENCHMARKS.md (scripts/bench.py).
+bench: bootstrap build
+	$(PYTHON) scripts/bench.py
+
 oci: oci-registry bootstrap build
 	$(PYTHON) scripts/oci.py push --registry "$(REGISTRY)"
 
