@@ -13,6 +13,10 @@
 //! Run: `cargo bench --bench stream_memory` (prints a Markdown table).
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+// A counting global allocator needs `unsafe impl GlobalAlloc`; it only
+// forwards to the system allocator. The plugin itself has no unsafe code
+// outside its proxy-wasm ABI.
+#![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,7 +64,8 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"export","arguments":{}}}"#;
+const CALL: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"export","arguments":{}}}"#;
 
 fn flat_row(i: usize) -> String {
     format!(
@@ -90,8 +95,12 @@ fn body(size: usize, table: bool) -> Vec<u8> {
         text.push(']');
     } else {
         while text.len() < size - 200 {
-            text.push_str("The migration moved every tenant to the new storage tier without downtime. ");
+            text.push_str(
+                "The migration moved every tenant to the new storage tier without downtime. ",
+            );
         }
+        // No trailing blank: collapse_whitespace would trim it.
+        text.truncate(text.trim_end().len());
     }
     let msg = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
     msg.to_string().into_bytes()
@@ -144,7 +153,11 @@ fn main() {
         for table in [true, false] {
             let response = body(size, table);
             let (peak, sent) = run(&settings, &response);
-            let kind = if table { "table (encoded)" } else { "prose (passes)" };
+            let kind = if table {
+                "table (encoded)"
+            } else {
+                "prose (passes)"
+            };
             println!(
                 "| {label} {kind} | {} | {} | {} | {:.2} |",
                 response.len(),

@@ -67,8 +67,12 @@ fn main() {
     };
     println!("| payload | text bytes | original tokens | compact JSON | TOON | plugin output | plugin outcome |");
     println!("|---|---:|---:|---:|---:|---:|---|");
-    let (mut t_orig, mut t_compact, mut t_toon, mut t_plugin) =
-        (Size::default(), Size::default(), Size::default(), Size::default());
+    let (mut t_orig, mut t_compact, mut t_toon, mut t_plugin) = (
+        Size::default(),
+        Size::default(),
+        Size::default(),
+        Size::default(),
+    );
     let mut larger = Vec::new();
     for path in &files {
         let body = std::fs::read(path).unwrap();

@@ -334,8 +334,10 @@ impl Exchange {
             return;
         }
         let body = std::mem::take(&mut self.request_body.bytes);
-        // Whatever changed of the body can no longer go upstream: only a
-        // request whose body was forwarded as it came gets this far.
+        // A rewrite of the body could no longer go upstream, and need not:
+        // a body the core forwards as it comes has reached the server; one
+        // it holds back (trim strips the intent argument) has not, so the
+        // server answered without it and the request is over.
         let _ = self.request_complete(&body, sessions);
     }
 
