@@ -347,6 +347,9 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
+        // A legacy GET stream carries only events.
+        let readable =
+            media == "text/event-stream" || (media == "application/json" && !self.legacy);
         let reason = if !head.status.is_some_and(|s| (200..300).contains(&s)) {
             Some(Reason::HttpStatus)
         } else if head
@@ -362,9 +365,7 @@ impl Exchange {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
             Some(Reason::ResponseTooLarge)
-        } else if !(media == "application/json" || media == "text/event-stream")
-            || (self.legacy && media != "text/event-stream")
-        {
+        } else if !readable {
             Some(Reason::NotJsonResponse)
         } else if head.end_of_stream && media == "application/json" && head.status == Some(200) {
             // A 200 promising JSON with an empty body is no JSON-RPC
