@@ -23,6 +23,9 @@ A request carrying `x-demo-force-gzip: 1` gets its response gzip-compressed
 prove a compressed body passes through the proxy intact; `x-demo-chunked: N`
 sends the response without `content-length`, in N-byte pieces.
 
+`--transport sse` and `--transport legacy-sse` serve the same tools over
+event streams, plus two that report progress (see "SSE modes" below).
+
 Run: python examples/demo_server.py --port 8931   (or MCP_DEMO_PORT=8931)
 """
 
@@ -266,12 +269,96 @@ class DemoTransport:
         await self.app(scope, receive, capture)
 
 
+# --- SSE modes (issue #3) -----------------------------------------------------
+#
+# `--transport sse`: FastMCP's default Streamable HTTP (stateful, every POST
+# answered with `text/event-stream`); `--transport legacy-sse`: the HTTP+SSE
+# transport of MCP 2024-11-05 (`GET /sse` event stream, `POST /messages/`).
+# Both add two tools that report progress, and a gate the tests open:
+#
+#     gated_report     reports progress `steps` times, waiting after each
+#                      report until the test opens that step's gate
+#                      (POST /demo/gate?token=T&step=N), then returns a table
+#     progress_flood   reports progress `count` times, then returns a table
+#
+# A gate never opened fails the call (isError) after GATE_TIMEOUT_S, so a
+# proxy holding progress back makes a test fail instead of hang.
+
+import asyncio  # noqa: E402  (the SSE modes' imports stay in their block)
+
+import anyio  # noqa: E402
+from mcp.server.mcpserver import Context  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import PlainTextResponse  # noqa: E402
+
+GATE_TIMEOUT_S = 30.0
+GATES: dict[tuple[str, int], asyncio.Event] = {}
+
+
+def gate(token: str, step: int) -> asyncio.Event:
+    return GATES.setdefault((token, step), asyncio.Event())
+
+
+def add_sse_tools(mcp: MCPServer) -> None:
+    def table(rows: int) -> CallToolResult:
+        text = json.dumps(users(rows), indent=2, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=False)
+
+    @mcp.tool(description="Reports progress `steps` times (each step waits for its gate), then lists users.")
+    async def gated_report(ctx: Context, token: str, steps: int = 3, rows: int = 30) -> CallToolResult:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            with anyio.move_on_after(GATE_TIMEOUT_S) as scope:
+                await gate(token, step).wait()
+            GATES.pop((token, step), None)
+            if scope.cancelled_caught:
+                return CallToolResult(
+                    content=[TextContent(type="text", text=f"gate {step} of {token} never opened")], is_error=True
+                )
+        return table(rows)
+
+    @mcp.tool(description="Reports progress `count` times, then lists users.")
+    async def progress_flood(ctx: Context, count: int = 1000, rows: int = 30) -> CallToolResult:
+        for i in range(1, count + 1):
+            await ctx.report_progress(i, count)
+        return table(rows)
+
+    @mcp.custom_route("/demo/gate", methods=["POST"])
+    async def open_gate(request: Request) -> PlainTextResponse:
+        token = request.query_params.get("token", "")
+        step = int(request.query_params.get("step", "0"))
+        gate(token, step).set()
+        return PlainTextResponse("open")
+
+
+def sse_app(transport: str, host: str) -> Any:
+    """The ASGI app of an SSE mode (`sse` or `legacy-sse`)."""
+    mcp = build_server()
+    add_sse_tools(mcp)
+    if transport == "legacy-sse":
+        return mcp.sse_app(host=host)
+    return mcp.streamable_http_app(host=host)
+
+
+# --- end of SSE modes ----------------------------------------------------------
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_DEMO_PORT", "8931")))
+    parser.add_argument(
+        "--transport",
+        choices=["json", "sse", "legacy-sse"],
+        default="json",
+        help="json (default): stateless, application/json answers; sse: FastMCP's default "
+        "text/event-stream answers; legacy-sse: the 2024-11-05 HTTP+SSE transport",
+    )
     args = parser.parse_args()
-    app = build_server().streamable_http_app(json_response=True, stateless_http=True, host=args.host)
+    if args.transport != "json":
+        app = sse_app(args.transport, args.host)
+    else:
+        app = build_server().streamable_http_app(json_response=True, stateless_http=True, host=args.host)
     uvicorn.run(DemoTransport(app), host=args.host, port=args.port, log_level="warning")
 
 

@@ -106,8 +106,15 @@ impl Report {
     /// The counters this report moves, with the amounts: one per decision,
     /// plus the bytes of the changed blocks.
     pub fn metrics(&self) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = self
-            .decisions
+        self.metrics_since(0)
+    }
+
+    /// The counters moved by the decisions from `start` on: a host counts
+    /// a long-lived event stream as it goes. Cut only where no block is
+    /// half-decided (no callout pending), so each block's bytes count once.
+    pub fn metrics_since(&self, start: usize) -> Vec<(String, u64)> {
+        let decisions = self.decisions.get(start..).unwrap_or_default();
+        let mut out: Vec<(String, u64)> = decisions
             .iter()
             .flat_map(|d| match (d.outcome, d.transform) {
                 (Outcome::Passthrough(r), _) => vec![(metric_passthrough(r), 1)],
@@ -118,7 +125,7 @@ impl Report {
                 (o, None) => vec![(format!("{METRIC_PREFIX}_{}", o.as_str()), 1)],
             })
             .collect();
-        let (before, after) = self.block_bytes();
+        let (before, after) = block_bytes(decisions);
         if before != 0 || after != 0 {
             out.push((format!("{METRIC_PREFIX}_bytes_before"), before as u64));
             out.push((format!("{METRIC_PREFIX}_bytes_after"), after as u64));
@@ -189,21 +196,24 @@ impl Report {
     /// Stages record their own before/after; a block's first change gives
     /// its input size and its last change its output size.
     pub fn block_bytes(&self) -> (usize, usize) {
-        type Key<'a> = (Option<&'a str>, Option<usize>);
-        let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
-        for d in self
-            .decisions
-            .iter()
-            .filter(|d| d.outcome.changed() && d.block.is_some())
-        {
-            let key = (d.id.as_deref(), d.block);
-            match blocks.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, _, after)) => *after = d.bytes_after,
-                None => blocks.push((key, d.bytes_before, d.bytes_after)),
-            }
-        }
-        blocks
-            .iter()
-            .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
+        block_bytes(&self.decisions)
     }
+}
+
+fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
+    type Key<'a> = (Option<&'a str>, Option<usize>);
+    let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
+    for d in decisions
+        .iter()
+        .filter(|d| d.outcome.changed() && d.block.is_some())
+    {
+        let key = (d.id.as_deref(), d.block);
+        match blocks.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, after)) => *after = d.bytes_after,
+            None => blocks.push((key, d.bytes_before, d.bytes_after)),
+        }
+    }
+    blocks
+        .iter()
+        .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
 }

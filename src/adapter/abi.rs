@@ -115,6 +115,7 @@ extern "C" {
     fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
+    fn proxy_record_metric(id: u32, value: u64) -> u32;
 }
 
 /// Takes ownership of a buffer the host allocated through the SDK's
@@ -304,4 +305,29 @@ pub fn define_counter(name: &str) -> HostResult<u32> {
 pub fn increment(id: u32, offset: i64) -> HostResult<()> {
     // SAFETY: no pointers.
     status(unsafe { proxy_increment_metric(id, offset) })
+}
+
+/// Defines a gauge; returns its id.
+pub fn define_gauge(name: &str) -> HostResult<u32> {
+    let mut id = 0u32;
+    // SAFETY: `name` is live for the call; `id` is a local.
+    status(unsafe { proxy_define_metric(1, name.as_ptr(), name.len(), &mut id) }).map(|()| id)
+}
+
+pub fn record(id: u32, value: u64) -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_record_metric(id, value) })
+}
+
+/// Bytes of this VM's linear memory. It only grows (wasm has no way to
+/// give pages back), so it is the VM's peak since it started.
+pub fn memory_bytes() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    {
+        core::arch::wasm32::memory_size(0).saturating_mul(65536)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
 }

@@ -24,6 +24,9 @@ pub struct Stream {
     metrics: Rc<Metrics>,
     exchange: Exchange,
     reported: bool,
+    /// Decisions already counted: a long-lived event stream is counted as
+    /// it goes, not when it closes.
+    counted: usize,
     /// Bytes of response body Envoy holds for us (we paused on them); a
     /// later step replaces exactly these.
     held: usize,
@@ -44,6 +47,7 @@ impl Stream {
             metrics,
             exchange: Exchange::new(settings),
             reported: false,
+            counted: 0,
             held: 0,
             paused: false,
             waiting: false,
@@ -71,14 +75,27 @@ impl Stream {
             return;
         }
         self.reported = true;
+        self.count(true);
         let report = self.exchange.report();
         if report.is_empty() {
             return;
         }
-        self.metrics.record(report);
         let record = report.to_json();
         log::debug!("mcp-toon: {} {record}", report.summary());
         let _ = abi::set_property(&[RECORD_PROPERTY], record.as_bytes());
+    }
+
+    /// Counts the decisions made since the last count, unless a callout
+    /// is in flight (and the stream goes on): its block is half-decided,
+    /// and its bytes must be counted from its first stage to its last in
+    /// one go.
+    fn count(&mut self, last: bool) {
+        if self.waiting && !last {
+            return;
+        }
+        let report = self.exchange.report();
+        self.metrics.record(report, self.counted);
+        self.counted = report.decisions.len();
     }
 
     /// Performs a response step on the `size` bytes Envoy holds for the
@@ -188,6 +205,7 @@ impl Context for Stream {
             // The response was paused for the call; it always resumes.
             let _ = abi::resume_response();
         }
+        self.count(false);
     }
 }
 
@@ -273,7 +291,10 @@ impl HttpContext for Stream {
         let step = self
             .exchange
             .response_chunk(&buffer, end_of_stream, &mut SharedData);
-        self.answer(step, body_size)
+        let action = self.answer(step, body_size);
+        self.count(false);
+        self.metrics.observe(self.exchange.held_bytes());
+        action
     }
 
     /// A body that ends with trailers has no last body callback: what the

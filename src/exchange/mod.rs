@@ -327,6 +327,12 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
+        if self.session.is_some() && head.status == Some(202) {
+            // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
+            // GET stream and is decided (and counted) there.
+            self.phase = Phase::Done;
+            return ResponsePlan::Pass;
+        }
         let reason = if !head.status.is_some_and(|s| (200..300).contains(&s)) {
             Some(Reason::HttpStatus)
         } else if head
@@ -482,6 +488,14 @@ impl Exchange {
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Response bytes the core holds between callbacks: an incomplete
+    /// trailing event, events waiting behind a callout, and a buffered
+    /// JSON body.
+    pub fn held_bytes(&self) -> usize {
+        let stream = self.stream.as_ref().map_or(0, stream::SseState::held_bytes);
+        stream.saturating_add(self.response_body.bytes.len())
     }
 
     /// The core wants the request body's bytes (else the host need not

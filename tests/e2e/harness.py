@@ -19,7 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 import yaml
@@ -117,9 +117,11 @@ def wait_for_port(port: int, proc: Proc, timeout: float = 30.0) -> None:
 # --- the demo MCP server --------------------------------------------------------
 
 
-def start_demo_server(log_dir: Path, port: int | None = None) -> tuple[Proc, int]:
+def start_demo_server(log_dir: Path, port: int | None = None, args: tuple[str, ...] = ()) -> tuple[Proc, int]:
+    """`args`: more command-line options, e.g. `("--transport", "sse")`."""
     port = port or free_port()
-    proc = Proc("demo-server", [str(PYTHON), str(DEMO_SERVER), "--port", str(port)], log_dir / f"demo-server-{port}.log")
+    argv = [str(PYTHON), str(DEMO_SERVER), "--port", str(port), *args]
+    proc = Proc("demo-server", argv, log_dir / f"demo-server-{port}.log")
     try:
         wait_for_port(port, proc)
     except Exception:
@@ -238,9 +240,14 @@ def start_envoy(
     name: str = "envoy",
     access_log_path: Path | None = None,
     wait: bool = True,
+    tweak: Callable[[dict[str, Any]], None] | None = None,
 ) -> Envoy:
+    """`tweak`: edits the rendered configuration in place before Envoy
+    starts (e.g. route timeouts for event streams)."""
     admin_port = free_port()
     config = render_envoy(listeners, upstream_port, admin_port, access_log_path=access_log_path)
+    if tweak is not None:
+        tweak(config)
     work_dir.mkdir(parents=True, exist_ok=True)
     config_path = work_dir / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=1))
