@@ -331,13 +331,41 @@ def add_sse_tools(mcp: MCPServer) -> None:
         return PlainTextResponse("open")
 
 
+class SplitWrites:
+    """ASGI middleware: a request carrying `x-demo-split: N` gets each body
+    write cut into writes of N bytes, as they come (nothing is collected),
+    so events cross the proxy in pieces."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        piece = int(headers.get(b"x-demo-split", b"0") or 0)
+        if piece <= 0:
+            await self.app(scope, receive, send)
+            return
+
+        async def split(message: dict) -> None:
+            body = message.get("body", b"")
+            if message["type"] != "http.response.body" or len(body) <= piece:
+                await send(message)
+                return
+            for i in range(0, len(body), piece):
+                await send({"type": "http.response.body", "body": body[i : i + piece], "more_body": True})
+            if not message.get("more_body"):
+                await send({"type": "http.response.body", "body": b""})
+
+        await self.app(scope, receive, split)
+
+
 def sse_app(transport: str, host: str) -> Any:
     """The ASGI app of an SSE mode (`sse` or `legacy-sse`)."""
     mcp = build_server()
     add_sse_tools(mcp)
     if transport == "legacy-sse":
-        return mcp.sse_app(host=host)
-    return mcp.streamable_http_app(host=host)
+        return SplitWrites(mcp.sse_app(host=host))
+    return SplitWrites(mcp.streamable_http_app(host=host))
 
 
 # --- end of SSE modes ----------------------------------------------------------

@@ -217,3 +217,44 @@ fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
         .iter()
         .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Stage;
+
+    #[test]
+    fn every_metric_a_report_moves_is_defined_up_front() {
+        // Regression: `mcp_toon_cleaned` was moved by every clean decision
+        // but never defined, so proxy-wasm hosts dropped it.
+        let defined = all_metrics();
+        let mut outcomes: Vec<Outcome> = Reason::ALL
+            .iter()
+            .map(|r| Outcome::Passthrough(*r))
+            .collect();
+        outcomes.extend([
+            Outcome::Encoded,
+            Outcome::Cleaned,
+            Outcome::Annotated,
+            Outcome::Trimmed,
+        ]);
+        for outcome in outcomes {
+            let report = Report {
+                decisions: vec![Decision {
+                    stage: Stage::Clean,
+                    outcome,
+                    id: Some("1".into()),
+                    tool: None,
+                    block: Some(0),
+                    bytes_before: 10,
+                    bytes_after: 5,
+                    lossless: true,
+                    transform: (outcome == Outcome::Cleaned).then_some("compact_json"),
+                }],
+            };
+            for (name, _) in report.metrics() {
+                assert!(defined.contains(&name), "{name} is moved but not defined");
+            }
+        }
+    }
+}
