@@ -19,6 +19,7 @@ progress event was released before the tool finished.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -28,6 +29,7 @@ import anyio
 import httpx
 import httpx2
 import pytest
+import yaml
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -45,16 +47,28 @@ STREAM_LISTENERS = {
 LEGACY_CONFIG = {"tools": {"search_orders": HANDS_OFF}}
 
 
-def no_route_timeout(config: dict[str, Any]) -> None:
-    """Event streams outlive any request timeout: `timeout: 0s` on the
-    route (Envoy's default is 15 s, the template's 60 s) lets a GET stream
-    or a long tool call stream stay open; the connection manager's
-    `stream_idle_timeout` (default 5 min) still ends a silent stream."""
+
+SSE_EXAMPLE = harness.ROOT / "examples" / "envoy-sse.yaml"
+
+
+def example_routes() -> list[dict[str, Any]]:
+    """The routes examples/envoy-sse.yaml documents for event streams."""
+    example = yaml.safe_load(SSE_EXAMPLE.read_text())
+    hcm = example["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    return hcm["route_config"]["virtual_hosts"][0]["routes"]
+
+
+def set_routes(config: dict[str, Any], routes: list[dict[str, Any]]) -> None:
     for listener in config["static_resources"]["listeners"]:
         hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
         for vhost in hcm["route_config"]["virtual_hosts"]:
-            for route in vhost["routes"]:
-                route["route"]["timeout"] = "0s"
+            vhost["routes"] = copy.deepcopy(routes)
+
+
+def sse_routes(config: dict[str, Any]) -> None:
+    """Event streams outlive a request timeout: the example's routes
+    (`timeout: 0s`) replace the template's (60 s)."""
+    set_routes(config, example_routes())
 
 
 class Server:
@@ -87,7 +101,7 @@ def sse_envoy(sse_server: Server, work_dir: Path):
     listeners = [Listener(name, cfg, allow_on_headers_stop_iteration=False) for name, cfg in STREAM_LISTENERS.items()]
     access_log = work_dir / "sse-access.log"
     e = harness.start_envoy(
-        listeners, sse_server.port, work_dir, name="envoy-sse", access_log_path=access_log, tweak=no_route_timeout
+        listeners, sse_server.port, work_dir, name="envoy-sse", access_log_path=access_log, tweak=sse_routes
     )
     e.access_log = access_log
     try:
@@ -114,7 +128,7 @@ def legacy_envoy(legacy_server: Server, work_dir: Path):
         work_dir,
         name="envoy-legacy",
         access_log_path=access_log,
-        tweak=no_route_timeout,
+        tweak=sse_routes,
     )
     e.access_log = access_log
     try:
@@ -388,6 +402,50 @@ def test_legacy_stream_bytes_outside_results_are_unchanged(legacy_server, legacy
     assert v_msg == d_msg
 
 
+@pytest.mark.parametrize("routes", ["1s timeout", "example"])
+def test_legacy_get_stream_outlives_the_route_only_with_timeout_0s(legacy_server, work_dir, routes):
+    """Pins why examples/envoy-sse.yaml sets `timeout: 0s`: with a route
+    timeout, Envoy cuts the long-lived GET stream once it passes, and the
+    session's next call never gets its answer."""
+
+    def tweak(config: dict[str, Any]) -> None:
+        if routes == "example":
+            sse_routes(config)
+        else:
+            set_routes(config, [{"match": {"prefix": "/"}, "route": {"cluster": "mcp_upstream", "timeout": "1s"}}])
+
+    e = harness.start_envoy(
+        [Listener("timeouts", {}, allow_on_headers_stop_iteration=False)],
+        legacy_server.port,
+        work_dir,
+        name=f"envoy-timeouts-{routes.replace(' ', '-')}",
+        tweak=tweak,
+    )
+    outcome: list[str] = []
+
+    async def session() -> None:
+        async with Client(sse_client(e.url("timeouts", "/sse")), mode="legacy", cache=None) as client:
+            outcome.append(text_of(await client.call_tool("list_users", {}))[:13])
+            # Past the 1 s route timeout (no duration is asserted).
+            await anyio.sleep(2.5)
+            with anyio.fail_after(20):
+                outcome.append(text_of(await client.call_tool("list_users", {}))[:13])
+
+    try:
+        try:
+            anyio.run(session)
+        except Exception as err:  # the cut stream surfaces as a closed connection
+            outcome.append(f"failed: {type(err).__name__}")
+    finally:
+        e.stop()
+
+    assert outcome[0] == "[mcp-toon/v1]"
+    if routes == "example":
+        assert outcome == ["[mcp-toon/v1]", "[mcp-toon/v1]"]
+    else:
+        assert len(outcome) == 2 and outcome[1].startswith("failed"), outcome
+
+
 # --- bounded memory on long streams ----------------------------------------------------
 
 
@@ -401,7 +459,7 @@ def test_long_stream_memory_does_not_grow_with_the_number_of_events(sse_server, 
         sse_server.port,
         work_dir,
         name="envoy-flood",
-        tweak=no_route_timeout,
+        tweak=sse_routes,
     )
 
     def flood(count: int) -> tuple[int, float, float]:
