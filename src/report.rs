@@ -73,6 +73,9 @@ pub fn all_metrics() -> Vec<String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     pub decisions: Vec<Decision>,
+    /// Decisions dropped from the front of a long-lived stream's record
+    /// after they were counted (see [`Report::forget_oldest`]).
+    pub omitted: usize,
 }
 
 #[derive(Serialize)]
@@ -100,7 +103,16 @@ impl Report {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
+        self.decisions.is_empty() && self.omitted == 0
+    }
+
+    /// Drops up to `n` of the oldest decisions, keeping their number. A
+    /// 2024-11-05 GET stream lives as long as its session and would
+    /// otherwise keep a decision for every call ever answered on it.
+    pub fn forget_oldest(&mut self, n: usize) {
+        let n = n.min(self.decisions.len());
+        self.decisions.drain(..n);
+        self.omitted = self.omitted.saturating_add(n);
     }
 
     /// The counters this report moves, with the amounts: one per decision,
@@ -154,6 +166,10 @@ impl Report {
                 transform: d.transform,
             })
             .collect();
+        if self.omitted > 0 {
+            return serde_json::json!({ "decisions": records, "omitted": self.omitted })
+                .to_string();
+        }
         serde_json::json!({ "decisions": records }).to_string()
     }
 
@@ -251,6 +267,7 @@ mod tests {
                     lossless: true,
                     transform: (outcome == Outcome::Cleaned).then_some("compact_json"),
                 }],
+                omitted: 0,
             };
             for (name, _) in report.metrics() {
                 assert!(defined.contains(&name), "{name} is moved but not defined");

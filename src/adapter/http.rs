@@ -96,6 +96,12 @@ impl Stream {
         let report = self.exchange.report();
         self.metrics.record(report, self.counted);
         self.counted = report.decisions.len();
+        if !last {
+            // The record of a stream still flowing stays bounded; a
+            // finished one is published whole.
+            let forgotten = self.exchange.forget_counted(self.counted);
+            self.counted -= forgotten;
+        }
     }
 
     /// Performs a response step on the `size` bytes Envoy holds for the

@@ -24,6 +24,10 @@ use crate::pipeline::{self, Job, Output};
 use crate::report::{Decision, Report};
 use crate::stage::trim::{LlmReply, LlmRequest};
 
+/// Most decisions a stream's record keeps; older ones are counted in
+/// metrics, then only their number stays (`omitted` in the record).
+pub const RECORD_DECISIONS: usize = 64;
+
 /// What the host knows when request headers arrive.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestHead<'a> {
@@ -488,6 +492,17 @@ impl Exchange {
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Keeps the decision record of a long-lived stream bounded: of the
+    /// first `counted` decisions (those the host has already counted),
+    /// drops the oldest beyond the last [`RECORD_DECISIONS`]. Returns how
+    /// many went, so the host can move its count back.
+    pub fn forget_counted(&mut self, counted: usize) -> usize {
+        let excess = self.report.decisions.len().saturating_sub(RECORD_DECISIONS);
+        let n = excess.min(counted);
+        self.report.forget_oldest(n);
+        n
     }
 
     /// Response bytes the core holds between callbacks: an incomplete

@@ -718,4 +718,35 @@ mod streams {
         assert_eq!(sum(&cuts), sum(&e.report().metrics()));
         assert_eq!(sum(&cuts)["mcp_toon_encoded"], 2);
     }
+
+    #[test]
+    fn a_long_legacy_stream_keeps_a_bounded_record() {
+        let mut e = exchange("{}");
+        legacy_get(&mut e);
+        let mut counted = 0;
+        let mut encoded = 0;
+        for id in 0..1000 {
+            let event = format!("data: {}\n\n", result_data(id));
+            e.response_chunk(event.as_bytes(), false, &mut NoSessions);
+            // What a host does after each callback: count, then forget.
+            encoded += e
+                .report()
+                .metrics_since(counted)
+                .iter()
+                .filter(|(name, _)| name == "mcp_toon_encoded")
+                .map(|(_, n)| n)
+                .sum::<u64>();
+            counted = e.report().decisions.len();
+            counted -= e.forget_counted(counted);
+            assert!(e.report().decisions.len() <= RECORD_DECISIONS);
+        }
+        assert_eq!(encoded, 1000, "every result counted once");
+        assert_eq!(e.report().omitted + e.report().decisions.len(), 1000);
+        let record: Value = serde_json::from_str(&e.report().to_json()).unwrap();
+        assert_eq!(record["omitted"], 1000 - RECORD_DECISIONS);
+        assert_eq!(
+            record["decisions"].as_array().unwrap().len(),
+            RECORD_DECISIONS
+        );
+    }
 }
