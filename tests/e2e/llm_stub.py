@@ -39,8 +39,8 @@ from typing import Any
 LOCK = threading.Lock()
 REQUESTS: list[dict[str, Any]] = []
 
-# `key=value` in the intent; a value ends at white space, `;` or `]`.
-PAIR = re.compile(r"([A-Za-z_]\w*)=([^\s;\]]+)")
+# `key=value` in the intent; a value ends at white space, `;`, `)` or `]`.
+PAIR = re.compile(r"([A-Za-z_]\w*)=([^\s;)\]]+)")
 CONTROL = re.compile(r"\[stub:([a-z]+)(?:=([^\]]*))?\]")
 
 
