@@ -9,7 +9,8 @@ chooses the behaviour:
     key=value ...        keep the rows of a JSON table (an array of objects,
                          or the array member of an envelope) whose `key`
                          equals `value` (as text); several pairs must all
-                         match. The answer is compact JSON.
+                         match (a pair applies to the tables that have
+                         its key). The answer is compact JSON.
     fields=a,b           keep only these fields of the kept rows.
     [stub:slow=SECONDS]  sleep that long before answering normally.
     [stub:status=CODE]   answer with that HTTP status and an error body.
@@ -75,6 +76,10 @@ def extract(intent: str, output: str) -> str:
     rows, key = table_rows(value)
     if rows is None:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # A filter applies to the tables that have its key (one intent may name
+    # rows of several parts).
+    keys = {k for r in rows if isinstance(r, dict) for k in r}
+    filters = [(k, v) for k, v in filters if k in keys]
     kept = [r for r in rows if isinstance(r, dict) and all(as_text(r.get(k)) == v for k, v in filters)]
     if fields:
         kept = [{f: r[f] for f in fields if f in r} for r in kept]

@@ -61,6 +61,11 @@ LISTENERS = {
     "nocluster": {**TRIM, "cluster": "no_such_cluster"},
     "quiet": {**TRIM, "advertise_intent": False},
 }
+# Plugin settings besides `trim`, per listener.
+EXTRA = {"held": {"hold_headers": True}}
+LISTENERS["held"] = TRIM
+# All text blocks of a result in one call.
+LISTENERS["all"] = {**TRIM, "blocks": "all"}
 
 
 # --- processes ---------------------------------------------------------------------
@@ -134,7 +139,7 @@ def llm_clusters(llm: LlmStub) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def envoy(upstream: McpServer, llm: LlmStub, work_dir: Path):
-    listeners = [Listener(name, {"trim": cfg}) for name, cfg in LISTENERS.items()]
+    listeners = [Listener(name, {"trim": cfg, **EXTRA.get(name, {})}) for name, cfg in LISTENERS.items()]
     access_log = work_dir / "trim-access.log"
     e = harness.start_envoy(
         listeners, upstream.port, work_dir, name="envoy-trim", access_log_path=access_log, extra_clusters=llm_clusters(llm)
@@ -215,6 +220,40 @@ def test_trims_to_the_intent_and_toon_encodes_the_table(envoy, upstream, stub, u
     d = delta(before, after)
     assert trim_counts(d) == {"mcp_toon_trimmed": 1}
     assert d["mcp_toon_encoded"] == 1
+
+
+def test_held_headers_carry_the_trimmed_length_and_summary(envoy, stub, users):
+    r = harness.call_tool(envoy.url("held"), "list_users", {"expected_info": "role=owner"})
+    assert int(r.headers["content-length"]) == len(r.content)
+    assert "trimmed=1" in r.headers["x-mcp-toon"] and "encoded=1" in r.headers["x-mcp-toon"]
+    text = r.json()["result"]["content"][0]["text"]
+    same_json(toon_decode(split_marker(text)), [u for u in users if u["role"] == "owner"])
+    assert len(stub.requests()) == 1
+
+
+def value_of(text: str) -> Any:
+    """A block's JSON value, through the reference TOON decoder if encoded."""
+    return toon_decode(split_marker(text)) if text.startswith(MARKER + "\n") else json.loads(text)
+
+
+def test_blocks_all_trims_every_text_block_in_one_call(envoy, upstream, stub):
+    intent = "admins and paid orders: role=admin status=paid"
+    direct = with_client(upstream.url, lambda c: c.call_tool("users_and_orders", {}))
+    all_ = with_client(envoy.url("all"), lambda c: c.call_tool("users_and_orders", {"expected_info": intent}))
+    first = with_client(envoy.url("trim"), lambda c: c.call_tool("users_and_orders", {"expected_info": intent}))
+    people, page = (json.loads(c.text) for c in direct.content)
+    admins = [u for u in people if u["role"] == "admin"]
+    paid = {**page, "items": [o for o in page["items"] if o["status"] == "paid"]}
+    assert 0 < len(paid["items"]) < len(page["items"])
+
+    same_json(value_of(all_.content[0].text), admins)
+    same_json(value_of(all_.content[1].text), paid)
+    # blocks "first": only content[0].
+    same_json(value_of(first.content[0].text), admins)
+    same_json(value_of(first.content[1].text), page)
+    [one_call, first_call] = stub.requests()
+    assert "--- part 1 ---" in user_message(one_call) and "--- part 2 ---" in user_message(one_call)
+    assert "--- part" not in user_message(first_call)
 
 
 def test_intent_in_meta_trims_too(envoy, stub, users):

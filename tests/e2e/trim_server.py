@@ -4,7 +4,9 @@ tests, with two additions that stay out of the shared demo server:
 - every request body that reaches it is recorded, and `GET /_requests`
   returns them as a JSON array of strings (what the upstream MCP server
   actually saw, after the proxy);
-- `--sse` answers in the SDK's default event-stream mode instead of JSON.
+- `--sse` answers in the SDK's default event-stream mode instead of JSON;
+- one more tool, `users_and_orders`: a result of two text blocks (the
+  `list_users` table, pretty, then a `search_orders` page, compact).
 
 Run: python tests/e2e/trim_server.py --port N [--sse]   (127.0.0.1; stop it by pid)
 """
@@ -20,7 +22,24 @@ from typing import Any
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from demo_server import build_server  # noqa: E402
+from demo_server import build_server, orders, users  # noqa: E402
+from mcp.types import CallToolResult, TextContent  # noqa: E402
+
+
+def build() -> Any:
+    server = build_server()
+
+    @server.tool(description="Users and a page of orders: two text blocks.")
+    def users_and_orders() -> CallToolResult:
+        page = {"total": 120, "page": 1, "items": orders(120)[:30]}
+        return CallToolResult(
+            content=[
+                TextContent(type="text", text=json.dumps(users(40), indent=2, ensure_ascii=False)),
+                TextContent(type="text", text=json.dumps(page)),
+            ]
+        )
+
+    return server
 
 
 class Recorder:
@@ -67,7 +86,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--sse", action="store_true", help="answer tools/call as text/event-stream")
     args = parser.parse_args()
-    app = build_server().streamable_http_app(json_response=not args.sse, stateless_http=True, host=args.host)
+    app = build().streamable_http_app(json_response=not args.sse, stateless_http=True, host=args.host)
     uvicorn.run(Recorder(app), host=args.host, port=args.port, log_level="warning")
 
 
