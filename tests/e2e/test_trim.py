@@ -60,12 +60,13 @@ LISTENERS = {
     # A cluster Envoy does not have.
     "nocluster": {**TRIM, "cluster": "no_such_cluster"},
     "quiet": {**TRIM, "advertise_intent": False},
+    # All text blocks of a result in one call.
+    "all": {**TRIM, "blocks": "all"},
+    # With hold_headers (EXTRA).
+    "held": TRIM,
 }
 # Plugin settings besides `trim`, per listener.
 EXTRA = {"held": {"hold_headers": True}}
-LISTENERS["held"] = TRIM
-# All text blocks of a result in one call.
-LISTENERS["all"] = {**TRIM, "blocks": "all"}
 
 
 # --- processes ---------------------------------------------------------------------
