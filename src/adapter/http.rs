@@ -164,8 +164,10 @@ impl Context for Stream {
                     .flatten()
                     .unwrap_or_default(),
             },
-            // Envoy reports a timeout, a reset and a refused connection
-            // alike, without headers; the core tells them apart by time.
+            // A reset comes without headers (a timeout or a refused
+            // connection comes as a local reply of Envoy's router, which
+            // the core recognises); the core tells a reset from a timeout
+            // by time.
             None => LlmReply::Failed {
                 elapsed_ms: self
                     .callout_started
