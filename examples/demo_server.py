@@ -268,6 +268,8 @@ DOCS_PAGE = """<!DOCTYPE html>
     <p>Returns the quantity on hand for one SKU in every warehouse. Quantities are
        updated <em>within five seconds</em> of a movement; use the
        <code>as_of</code> field to tell how fresh a figure is.</p>
+
+
     <h2>Request</h2>
     <pre><code>GET /v3/stock/{sku}?warehouse=LIS-1</code></pre>
     <h2>Parameters</h2>
@@ -279,6 +281,8 @@ DOCS_PAGE = """<!DOCTYPE html>
         <tr><td><code>include_reserved</code></td><td>query</td><td>boolean</td><td>Count units reserved by open orders.</td></tr>
       </tbody>
     </table>
+
+
     <h2>Errors</h2>
     <ul>
       <li><strong>404</strong> &ndash; the SKU does not exist.</li>
