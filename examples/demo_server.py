@@ -18,6 +18,14 @@ Tools, chosen so each of the plugin's paths has a real example:
     echo_digest        digest of a (possibly huge) argument      -> proves a request
                                                                     arrived intact
 
+  Clean-stage tools (the "clean stage demo tools" block below):
+    fetch_docs_page    an HTML documentation page                -> html_to_markdown
+    get_attachment     JSON with a base64 blob and a data: URI   -> strip_base64
+    inventory_report   pretty-printed JSON table with nulls      -> compact_json / TOON,
+                                                                    remove_nulls when on
+    render_chart       an image item + text embedding the image  -> image untouched,
+                                                                    text strip_base64
+
 A request carrying `x-demo-force-gzip: 1` gets its response gzip-compressed
 (`content-encoding: gzip`), whatever its `accept-encoding` says, so a test can
 prove a compressed body passes through the proxy intact; `x-demo-chunked: N`
@@ -32,6 +40,7 @@ Run: python examples/demo_server.py --port 8931   (or MCP_DEMO_PORT=8931)
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import hashlib
 import json
@@ -41,7 +50,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
 FIRST = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances", "José", "Zoë"]
@@ -210,7 +219,173 @@ def build_server() -> MCPServer:
         digest = hashlib.sha256(text.encode()).hexdigest()
         return text_result(json.dumps({"length": len(text), "sha256": digest}))
 
+    register_clean_tools(mcp)
     return mcp
+
+
+# --- clean stage demo tools ---------------------------------------------------
+# Results made for the clean stage (issue 4): HTML, base64 blobs, nulls in a
+# pretty-printed table, an image item. Deterministic, so byte counts repeat.
+
+DOCS_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Inventory API &mdash; Stock levels</title>
+  <link rel="stylesheet" href="/static/docs.css">
+  <style>
+    body { font-family: system-ui, sans-serif; margin: 0; color: #1d2330; }
+    nav.sidebar { position: fixed; width: 16rem; background: #f5f6f8; }
+    table.params { border-collapse: collapse; width: 100%; }
+    table.params td, table.params th { border: 1px solid #d0d4da; padding: .4rem .6rem; }
+    .badge { display: inline-block; border-radius: 3px; padding: 0 .3rem; background: #e3f0ff; }
+  </style>
+  <script async src="https://analytics.example.com/tag.js"></script>
+  <script>
+    window.dataLayer = window.dataLayer || [];
+    function gtag(){dataLayer.push(arguments);}
+    gtag('js', new Date()); gtag('config', 'DOCS-1234');
+  </script>
+</head>
+<body>
+  <header class="topbar">
+    <a class="logo" href="/">Inventory Docs</a>
+    <form class="search" action="/search"><input type="search" name="q" placeholder="Search the docs"></form>
+  </header>
+  <nav class="sidebar" aria-label="Sections">
+    <ul>
+      <li><a href="/guide/">Guide</a></li>
+      <li><a href="/api/">API reference</a>
+        <ul>
+          <li><a href="/api/items/">Items</a></li>
+          <li class="active"><a href="/api/stock/">Stock levels</a></li>
+          <li><a href="/api/warehouses/">Warehouses</a></li>
+        </ul>
+      </li>
+      <li><a href="/changelog/">Changelog</a></li>
+    </ul>
+  </nav>
+  <main class="content">
+    <h1>Stock levels</h1>
+    <p>Returns the quantity on hand for one SKU in every warehouse. Quantities are
+       updated <em>within five seconds</em> of a movement; use the
+       <code>as_of</code> field to tell how fresh a figure is.</p>
+
+
+    <h2>Request</h2>
+    <pre><code>GET /v3/stock/{sku}?warehouse=LIS-1</code></pre>
+    <h2>Parameters</h2>
+    <table class="params">
+      <thead><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr></thead>
+      <tbody>
+        <tr><td><code>sku</code></td><td>path</td><td>string</td><td>The stock-keeping unit, e.g. <code>SKU-0042</code>.</td></tr>
+        <tr><td><code>warehouse</code></td><td>query</td><td>string</td><td>Limit to one warehouse code.</td></tr>
+        <tr><td><code>include_reserved</code></td><td>query</td><td>boolean</td><td>Count units reserved by open orders.</td></tr>
+      </tbody>
+    </table>
+
+
+    <h2>Errors</h2>
+    <ul>
+      <li><strong>404</strong> &ndash; the SKU does not exist.</li>
+      <li><strong>429</strong> &ndash; more than 200 requests per second; retry after the <code>retry-after</code> delay.</li>
+    </ul>
+    <p class="note"><span class="badge">Since 3.2</span> See <a href="/api/warehouses/">Warehouses</a> for the codes.</p>
+  </main>
+  <footer>
+    <p>&copy; 2026 Inventory team &middot; <a href="/privacy">Privacy</a> &middot; <a href="/status">Status</a></p>
+  </footer>
+  <script src="/static/docs.js" defer></script>
+</body>
+</html>
+"""
+
+
+def demo_bytes(n: int, seed: int) -> bytes:
+    """n pseudo-random bytes (a stand-in for a binary attachment)."""
+    return random.Random(seed).randbytes(n)
+
+
+def demo_png(width: int = 48, height: int = 48) -> bytes:
+    """A real PNG (an RGB gradient), built with zlib so no imaging library is needed."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(
+        b"\x00" + bytes(v for x in range(width) for v in (x * 255 // width, y * 255 // height, 128)) for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
+
+
+ATTACHMENT_BYTES = 3000  # decoded size of get_attachment's blob
+THUMBNAIL_BYTES = 600  # decoded size of its data: URI
+
+
+def attachment() -> dict[str, Any]:
+    return {
+        "id": "att_7f3a9c",
+        "filename": "invoice-2026-0042.pdf",
+        "content_type": "application/pdf",
+        "size": ATTACHMENT_BYTES,
+        "sha256": hashlib.sha256(demo_bytes(ATTACHMENT_BYTES, 42)).hexdigest(),
+        "uploaded_by": "ada.lovelace@example.com",
+        "content_base64": base64.b64encode(demo_bytes(ATTACHMENT_BYTES, 42)).decode(),
+        "thumbnail": "data:image/png;base64," + base64.b64encode(demo_bytes(THUMBNAIL_BYTES, 43)).decode(),
+        "download_url": "https://files.example.com/att_7f3a9c?sig=Zm9vYmFy",
+    }
+
+
+def inventory_rows(n: int = 24, seed: int = 23) -> list[dict[str, Any]]:
+    """Stock rows in which about a third of the optional fields are null."""
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(1, n + 1):
+        rows.append(
+            {
+                "sku": f"SKU-{i:04d}",
+                "warehouse": rnd.choice(["LIS-1", "OSA-2", "NBO-1", "YUL-3"]),
+                "on_hand": rnd.randint(0, 900),
+                "reserved": rnd.randint(0, 40) if rnd.random() > 0.3 else None,
+                "reorder_at": rnd.randint(10, 100) if rnd.random() > 0.3 else None,
+                "supplier": rnd.choice(["Acme", "Globex", "Initech"]) if rnd.random() > 0.3 else None,
+                "note": None,
+            }
+        )
+    return rows
+
+
+def register_clean_tools(mcp: MCPServer) -> None:
+    @mcp.tool(description="Fetch a documentation page (HTML).")
+    def fetch_docs_page(path: str = "/api/stock/") -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=DOCS_PAGE)])
+
+    @mcp.tool(description="An attachment's metadata and content (JSON with a base64 blob and a data: URI).")
+    def get_attachment(attachment_id: str = "att_7f3a9c") -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(attachment(), indent=2))])
+
+    @mcp.tool(description="Stock per SKU (a pretty-printed JSON table with null fields).")
+    def inventory_report() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(inventory_rows(), indent=2))])
+
+    @mcp.tool(description="Render a chart: an image item, and text that embeds the same image.")
+    def render_chart() -> CallToolResult:
+        png = base64.b64encode(demo_png()).decode()
+        text = (
+            "Chart rendered: stock on hand per warehouse, last 30 days. "
+            "The same image, inline for clients that show Markdown:\n\n"
+            f"![stock chart](data:image/png;base64,{png})\n"
+        )
+        return CallToolResult(
+            content=[ImageContent(type="image", data=png, mime_type="image/png"), TextContent(type="text", text=text)]
+        )
+
+
+# --- end of clean stage demo tools --------------------------------------------
 
 
 class DemoTransport:

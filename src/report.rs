@@ -236,42 +236,43 @@ fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::outcome::Stage;
+    use super::{all_metrics, Decision, Report};
+    use crate::outcome::{Outcome, Reason, Stage};
+    use crate::stage::clean::Transform;
 
-    #[test]
-    fn every_metric_a_report_moves_is_defined_up_front() {
-        // Regression: `mcp_toon_cleaned` was moved by every clean decision
-        // but never defined, so proxy-wasm hosts dropped it.
-        let defined = all_metrics();
-        let mut outcomes: Vec<Outcome> = Reason::ALL
-            .iter()
-            .map(|r| Outcome::Passthrough(*r))
-            .collect();
-        outcomes.extend([
-            Outcome::Encoded,
-            Outcome::Cleaned,
-            Outcome::Annotated,
-            Outcome::Trimmed,
-        ]);
-        for outcome in outcomes {
-            let report = Report {
-                decisions: vec![Decision {
-                    stage: Stage::Clean,
-                    outcome,
-                    id: Some("1".into()),
-                    tool: None,
-                    block: Some(0),
-                    bytes_before: 10,
-                    bytes_after: 5,
-                    lossless: true,
-                    transform: (outcome == Outcome::Cleaned).then_some("compact_json"),
-                }],
-                omitted: 0,
-            };
-            for (name, _) in report.metrics() {
-                assert!(defined.contains(&name), "{name} is moved but not defined");
-            }
+    fn decision(outcome: Outcome, transform: Option<&'static str>) -> Decision {
+        Decision {
+            stage: Stage::Clean,
+            outcome,
+            id: Some("1".into()),
+            tool: None,
+            block: Some(0),
+            bytes_before: 10,
+            bytes_after: 5,
+            lossless: false,
+            transform,
         }
+    }
+
+    /// Hosts define counters up front from `all_metrics`: a counter a report
+    /// moves but that list lacks is silently never counted (regression:
+    /// `mcp_toon_cleaned` was missing).
+    #[test]
+    fn every_metric_a_report_moves_is_defined() {
+        let defined = all_metrics();
+        let mut report = Report::default();
+        for t in Transform::ALL {
+            report.push(decision(Outcome::Cleaned, Some(t.name())));
+        }
+        for o in [Outcome::Encoded, Outcome::Annotated, Outcome::Trimmed] {
+            report.push(decision(o, None));
+        }
+        for r in Reason::ALL {
+            report.push(decision(Outcome::Passthrough(*r), None));
+        }
+        for (name, _) in report.metrics() {
+            assert!(defined.contains(&name), "{name} is not defined");
+        }
+        assert!(defined.contains(&"mcp_toon_cleaned".to_string()));
     }
 }

@@ -19,6 +19,18 @@ use crate::stage::trim::LlmReply;
 const RECORD_PROPERTY: &str = "mcp_toon";
 /// Response header summarising the decisions when headers were held.
 const SUMMARY_HEADER: &str = "x-mcp-toon";
+/// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
+/// plugin sets these properties to a non-empty value in the matching header
+/// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary
+/// properties: Envoy stores them as filter state nobody reads. Their status
+/// is ignored, so a host that refuses them changes nothing.
+const APISIX_REQUEST_BODY: &str = "wasm_process_req_body";
+const APISIX_RESPONSE_BODY: &str = "wasm_process_resp_body";
+
+/// Asks hosts that deliver bodies only on request (APISIX) for this one.
+fn want_body(property: &str) {
+    let _ = abi::set_property(&[property], b"true");
+}
 
 pub struct Stream {
     metrics: Rc<Metrics>,
@@ -187,8 +199,10 @@ impl Context for Stream {
                     .flatten()
                     .unwrap_or_default(),
             },
-            // Envoy reports a timeout, a reset and a refused connection
-            // alike, without headers; the core tells them apart by time.
+            // A reset comes without headers (a timeout or a refused
+            // connection comes as a local reply of Envoy's router, which
+            // the core recognises); the core tells a reset from a timeout
+            // by time.
             None => LlmReply::Failed {
                 elapsed_ms: self
                     .callout_started
@@ -238,6 +252,9 @@ impl HttpContext for Stream {
         if plan.remove_content_length {
             let _ = abi::set_header(Headers::Request, "content-length", None);
         }
+        if plan.read_body {
+            want_body(APISIX_REQUEST_BODY);
+        }
         Action::Continue
     }
 
@@ -270,6 +287,9 @@ impl HttpContext for Stream {
             content_length,
             end_of_stream,
         });
+        if matches!(plan, ResponsePlan::Rewrite { .. }) {
+            want_body(APISIX_RESPONSE_BODY);
+        }
         match plan {
             ResponsePlan::Pass => Action::Continue,
             // A plain StopIteration (Envoy ≥ 1.35 with
