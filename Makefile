@@ -44,7 +44,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets --features cli,component,sim -- -D warnings
 	$(CARGO) clippy --features plugin --target wasm32-wasip1 -- -D warnings
-	$(CARGO) clippy --no-default-features --features component --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy --features component --target wasm32-wasip2 -- -D warnings
 
 unit:
 	$(CARGO) test --features cli,component,sim
