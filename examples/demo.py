@@ -1,6 +1,9 @@
 """`make demo`: the demo MCP server behind Envoy with mcp-toon, every demo
 tool called with the official MCP client, directly and through Envoy, and a
-before/after table of what crossed the wire.
+before/after table of what crossed the wire: response bytes, and the bytes and
+o200k_base tokens of the text items. Tokens are counted by the project's own
+CLI (`mcp-toon measure --format json`, built by `make cli`), the same code that
+measures captured payloads.
 
 Starts the demo server and Envoy on free loopback ports and stops both (by
 pid) before it exits, whatever happens.
@@ -9,6 +12,8 @@ pid) before it exits, whatever happens.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -35,7 +40,18 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("weather_report", {"city": "Lisbon"}),
     ("failing_lookup", {}),
     ("export_logs", {"megabytes": 3}),
+    # The clean stage's demo tools.
+    ("fetch_docs_page", {}),
+    ("get_attachment", {}),
+    ("inventory_report", {}),
+    ("render_chart", {}),
 ]
+
+# The measuring CLI (`make cli`); MCP_TOON_CLI points elsewhere.
+CLI = Path(
+    os.environ.get("MCP_TOON_CLI")
+    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "release" / "mcp-toon"
+)
 
 
 @dataclass
@@ -46,6 +62,8 @@ class Wire:
     text_bytes: int
     summary: str | None
     text: str
+    texts: list[str]
+    tokens: int = 0
 
 
 async def call_tools(url: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Wire]:
@@ -64,9 +82,10 @@ async def call_tools(url: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[
             for tool, args in calls:
                 seen.clear()
                 result = await client.call_tool(tool, args)
-                text = "".join(c.text for c in result.content if c.type == "text")
+                texts = [c.text for c in result.content if c.type == "text"]
+                text = "".join(texts)
                 body, summary = seen[-1] if seen else (0, None)
-                out[tool] = Wire(body, len(text.encode()), summary, text)
+                out[tool] = Wire(body, len(text.encode()), summary, text, texts)
     return out
 
 
@@ -83,6 +102,31 @@ def outcome(summary: str | None, counters_before: dict[str, float], counters_aft
         and v > counters_before.get(k, 0)
     ]
     return ("passthrough=" + ",".join(moved) + " (from stats)") if moved else "?"
+
+
+def count_tokens(wires: dict[str, Wire], work: Path) -> None:
+    """Sets each Wire's o200k_base token count of its text items, with one
+    run of `mcp-toon measure --format json` over a directory of them (each
+    wrapped as a CallToolResult, so the CLI sees exactly those blocks)."""
+    if not CLI.exists():
+        raise SystemExit(f"{CLI} is missing: run `make cli` (make demo builds it)")
+    folder = work / "measure"
+    folder.mkdir()
+    names: dict[str, str] = {}
+    for i, (key, wire) in enumerate(wires.items()):
+        path = folder / f"{i:02d}.json"
+        path.write_text(json.dumps({"content": [{"type": "text", "text": t} for t in wire.texts]}))
+        names[str(path)] = key
+    run = subprocess.run([str(CLI), "measure", "--format", "json", str(folder)], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        raise SystemExit(f"mcp-toon measure failed ({run.returncode}): {run.stderr[-2000:]}")
+    for payload in json.loads(run.stdout)["payloads"]:
+        # The text as given: tokens before the CLI's own pipeline run.
+        wires[names[payload["payload"]]].tokens = payload["totals"]["tokens_before"]
+
+
+def pct(before: int, after: int) -> float:
+    return 100.0 * (before - after) / before if before else 0.0
 
 
 def main() -> int:
@@ -106,20 +150,30 @@ def main() -> int:
             after = envoy.prometheus()
             rows.append((tool, direct[tool], via, outcome(via.summary, before, after)))
 
-        header = f"{'tool':<18} {'direct B':>10} {'via Envoy B':>12} {'saved':>7}   {'text B before→after':>22}   outcome"
+        wires = {f"{t}/direct": d for t, d, _, _ in rows} | {f"{t}/via": v for t, _, v, _ in rows}
+        count_tokens(wires, work)
+
+        header = (
+            f"{'tool':<18} {'direct B':>9} {'via Envoy B':>11} {'saved':>6}   {'text B before→after':>20}"
+            f"   {'tokens before→after':>20} {'saved':>6}   outcome"
+        )
         print(header)
         print("-" * len(header) + "-" * 24)
-        total_direct = total_via = 0
         for tool, d, v, what in rows:
-            saved = 100.0 * (d.body_bytes - v.body_bytes) / d.body_bytes if d.body_bytes else 0.0
-            total_direct += d.body_bytes
-            total_via += v.body_bytes
             texts = f"{d.text_bytes}→{v.text_bytes}"
-            print(f"{tool:<18} {d.body_bytes:>10} {v.body_bytes:>12} {saved:>6.1f}%   {texts:>22}   {what}")
-        small_d = sum(d.body_bytes for t, d, v, _ in rows if t != "export_logs")
-        small_v = sum(v.body_bytes for t, d, v, _ in rows if t != "export_logs")
-        print(f"\nall tools except export_logs: {small_d} B → {small_v} B ({100.0 * (small_d - small_v) / small_d:.1f}% fewer bytes)")
+            tokens = f"{d.tokens}→{v.tokens}"
+            print(
+                f"{tool:<18} {d.body_bytes:>9} {v.body_bytes:>11} {pct(d.body_bytes, v.body_bytes):>5.1f}%   {texts:>20}"
+                f"   {tokens:>20} {pct(d.tokens, v.tokens):>5.1f}%   {what}"
+            )
+        small = [(d, v) for t, d, v, _ in rows if t != "export_logs"]
+        small_d, small_v = sum(d.body_bytes for d, _ in small), sum(v.body_bytes for _, v in small)
+        tok_d, tok_v = sum(d.tokens for d, _ in small), sum(v.tokens for _, v in small)
+        print(f"\nall tools except export_logs: {small_d} B → {small_v} B ({pct(small_d, small_v):.1f}% fewer bytes); "
+              f"text tokens {tok_d} → {tok_v} ({pct(tok_d, tok_v):.1f}% fewer o200k_base tokens)")
         print("export_logs (3 MB) is above max_body_bytes (1 MiB): passed through whole, counted as response_too_large.")
+        print("Tokens: o200k_base, of the text items only (render_chart's image item is not text), "
+              f"counted by {CLI.relative_to(ROOT) if CLI.is_relative_to(ROOT) else CLI} measure.")
 
         sample, original = next((v.text, d.text) for t, d, v, _ in rows if t == "list_users")
         lines = sample.splitlines()
@@ -130,6 +184,13 @@ def main() -> int:
         decoded = harness.toon_decode(harness.split_marker(sample))
         harness.same_json(decoded, json.loads(original))
         print("  decodes (reference TypeScript decoder) to exactly the server's JSON.")
+
+        markdown = next(v.text for t, _, v, _ in rows if t == "fetch_docs_page")
+        lines = [line for line in markdown.splitlines() if line.strip()]
+        print("\nHTML → Markdown sample (fetch_docs_page through Envoy, first lines):")
+        for line in lines[:8]:
+            print("  " + line)
+        print(f"  … ({len(markdown.splitlines())} lines)")
 
         counters = {k: int(v) for k, v in envoy.prometheus().items() if k.startswith("mcp_toon_") and v}
         print("\nmcp-toon counters in /stats/prometheus:")

@@ -18,10 +18,21 @@ Tools, chosen so each of the plugin's paths has a real example:
     echo_digest        digest of a (possibly huge) argument      -> proves a request
                                                                     arrived intact
 
+  Clean-stage tools (the "clean stage demo tools" block below):
+    fetch_docs_page    an HTML documentation page                -> html_to_markdown
+    get_attachment     JSON with a base64 blob and a data: URI   -> strip_base64
+    inventory_report   pretty-printed JSON table with nulls      -> compact_json / TOON,
+                                                                    remove_nulls when on
+    render_chart       an image item + text embedding the image  -> image untouched,
+                                                                    text strip_base64
+
 A request carrying `x-demo-force-gzip: 1` gets its response gzip-compressed
 (`content-encoding: gzip`), whatever its `accept-encoding` says, so a test can
 prove a compressed body passes through the proxy intact; `x-demo-chunked: N`
 sends the response without `content-length`, in N-byte pieces.
+
+`--transport sse` and `--transport legacy-sse` serve the same tools over
+event streams, plus two that report progress (see "SSE modes" below).
 
 Run: python examples/demo_server.py --port 8931   (or MCP_DEMO_PORT=8931)
 """
@@ -29,6 +40,7 @@ Run: python examples/demo_server.py --port 8931   (or MCP_DEMO_PORT=8931)
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import hashlib
 import json
@@ -38,7 +50,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
 FIRST = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances", "José", "Zoë"]
@@ -207,7 +219,173 @@ def build_server() -> MCPServer:
         digest = hashlib.sha256(text.encode()).hexdigest()
         return text_result(json.dumps({"length": len(text), "sha256": digest}))
 
+    register_clean_tools(mcp)
     return mcp
+
+
+# --- clean stage demo tools ---------------------------------------------------
+# Results made for the clean stage (issue 4): HTML, base64 blobs, nulls in a
+# pretty-printed table, an image item. Deterministic, so byte counts repeat.
+
+DOCS_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Inventory API &mdash; Stock levels</title>
+  <link rel="stylesheet" href="/static/docs.css">
+  <style>
+    body { font-family: system-ui, sans-serif; margin: 0; color: #1d2330; }
+    nav.sidebar { position: fixed; width: 16rem; background: #f5f6f8; }
+    table.params { border-collapse: collapse; width: 100%; }
+    table.params td, table.params th { border: 1px solid #d0d4da; padding: .4rem .6rem; }
+    .badge { display: inline-block; border-radius: 3px; padding: 0 .3rem; background: #e3f0ff; }
+  </style>
+  <script async src="https://analytics.example.com/tag.js"></script>
+  <script>
+    window.dataLayer = window.dataLayer || [];
+    function gtag(){dataLayer.push(arguments);}
+    gtag('js', new Date()); gtag('config', 'DOCS-1234');
+  </script>
+</head>
+<body>
+  <header class="topbar">
+    <a class="logo" href="/">Inventory Docs</a>
+    <form class="search" action="/search"><input type="search" name="q" placeholder="Search the docs"></form>
+  </header>
+  <nav class="sidebar" aria-label="Sections">
+    <ul>
+      <li><a href="/guide/">Guide</a></li>
+      <li><a href="/api/">API reference</a>
+        <ul>
+          <li><a href="/api/items/">Items</a></li>
+          <li class="active"><a href="/api/stock/">Stock levels</a></li>
+          <li><a href="/api/warehouses/">Warehouses</a></li>
+        </ul>
+      </li>
+      <li><a href="/changelog/">Changelog</a></li>
+    </ul>
+  </nav>
+  <main class="content">
+    <h1>Stock levels</h1>
+    <p>Returns the quantity on hand for one SKU in every warehouse. Quantities are
+       updated <em>within five seconds</em> of a movement; use the
+       <code>as_of</code> field to tell how fresh a figure is.</p>
+
+
+    <h2>Request</h2>
+    <pre><code>GET /v3/stock/{sku}?warehouse=LIS-1</code></pre>
+    <h2>Parameters</h2>
+    <table class="params">
+      <thead><tr><th>Name</th><th>In</th><th>Type</th><th>Description</th></tr></thead>
+      <tbody>
+        <tr><td><code>sku</code></td><td>path</td><td>string</td><td>The stock-keeping unit, e.g. <code>SKU-0042</code>.</td></tr>
+        <tr><td><code>warehouse</code></td><td>query</td><td>string</td><td>Limit to one warehouse code.</td></tr>
+        <tr><td><code>include_reserved</code></td><td>query</td><td>boolean</td><td>Count units reserved by open orders.</td></tr>
+      </tbody>
+    </table>
+
+
+    <h2>Errors</h2>
+    <ul>
+      <li><strong>404</strong> &ndash; the SKU does not exist.</li>
+      <li><strong>429</strong> &ndash; more than 200 requests per second; retry after the <code>retry-after</code> delay.</li>
+    </ul>
+    <p class="note"><span class="badge">Since 3.2</span> See <a href="/api/warehouses/">Warehouses</a> for the codes.</p>
+  </main>
+  <footer>
+    <p>&copy; 2026 Inventory team &middot; <a href="/privacy">Privacy</a> &middot; <a href="/status">Status</a></p>
+  </footer>
+  <script src="/static/docs.js" defer></script>
+</body>
+</html>
+"""
+
+
+def demo_bytes(n: int, seed: int) -> bytes:
+    """n pseudo-random bytes (a stand-in for a binary attachment)."""
+    return random.Random(seed).randbytes(n)
+
+
+def demo_png(width: int = 48, height: int = 48) -> bytes:
+    """A real PNG (an RGB gradient), built with zlib so no imaging library is needed."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(
+        b"\x00" + bytes(v for x in range(width) for v in (x * 255 // width, y * 255 // height, 128)) for y in range(height)
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
+
+
+ATTACHMENT_BYTES = 3000  # decoded size of get_attachment's blob
+THUMBNAIL_BYTES = 600  # decoded size of its data: URI
+
+
+def attachment() -> dict[str, Any]:
+    return {
+        "id": "att_7f3a9c",
+        "filename": "invoice-2026-0042.pdf",
+        "content_type": "application/pdf",
+        "size": ATTACHMENT_BYTES,
+        "sha256": hashlib.sha256(demo_bytes(ATTACHMENT_BYTES, 42)).hexdigest(),
+        "uploaded_by": "ada.lovelace@example.com",
+        "content_base64": base64.b64encode(demo_bytes(ATTACHMENT_BYTES, 42)).decode(),
+        "thumbnail": "data:image/png;base64," + base64.b64encode(demo_bytes(THUMBNAIL_BYTES, 43)).decode(),
+        "download_url": "https://files.example.com/att_7f3a9c?sig=Zm9vYmFy",
+    }
+
+
+def inventory_rows(n: int = 24, seed: int = 23) -> list[dict[str, Any]]:
+    """Stock rows in which about a third of the optional fields are null."""
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(1, n + 1):
+        rows.append(
+            {
+                "sku": f"SKU-{i:04d}",
+                "warehouse": rnd.choice(["LIS-1", "OSA-2", "NBO-1", "YUL-3"]),
+                "on_hand": rnd.randint(0, 900),
+                "reserved": rnd.randint(0, 40) if rnd.random() > 0.3 else None,
+                "reorder_at": rnd.randint(10, 100) if rnd.random() > 0.3 else None,
+                "supplier": rnd.choice(["Acme", "Globex", "Initech"]) if rnd.random() > 0.3 else None,
+                "note": None,
+            }
+        )
+    return rows
+
+
+def register_clean_tools(mcp: MCPServer) -> None:
+    @mcp.tool(description="Fetch a documentation page (HTML).")
+    def fetch_docs_page(path: str = "/api/stock/") -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=DOCS_PAGE)])
+
+    @mcp.tool(description="An attachment's metadata and content (JSON with a base64 blob and a data: URI).")
+    def get_attachment(attachment_id: str = "att_7f3a9c") -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(attachment(), indent=2))])
+
+    @mcp.tool(description="Stock per SKU (a pretty-printed JSON table with null fields).")
+    def inventory_report() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(inventory_rows(), indent=2))])
+
+    @mcp.tool(description="Render a chart: an image item, and text that embeds the same image.")
+    def render_chart() -> CallToolResult:
+        png = base64.b64encode(demo_png()).decode()
+        text = (
+            "Chart rendered: stock on hand per warehouse, last 30 days. "
+            "The same image, inline for clients that show Markdown:\n\n"
+            f"![stock chart](data:image/png;base64,{png})\n"
+        )
+        return CallToolResult(
+            content=[ImageContent(type="image", data=png, mime_type="image/png"), TextContent(type="text", text=text)]
+        )
+
+
+# --- end of clean stage demo tools --------------------------------------------
 
 
 class DemoTransport:
@@ -266,12 +444,124 @@ class DemoTransport:
         await self.app(scope, receive, capture)
 
 
+# --- SSE modes (issue #3) -----------------------------------------------------
+#
+# `--transport sse`: FastMCP's default Streamable HTTP (stateful, every POST
+# answered with `text/event-stream`); `--transport legacy-sse`: the HTTP+SSE
+# transport of MCP 2024-11-05 (`GET /sse` event stream, `POST /messages/`).
+# Both add two tools that report progress, and a gate the tests open:
+#
+#     gated_report     reports progress `steps` times, waiting after each
+#                      report until the test opens that step's gate
+#                      (POST /demo/gate?token=T&step=N), then returns a table
+#     progress_flood   reports progress `count` times, then returns a table
+#
+# A gate never opened fails the call (isError) after GATE_TIMEOUT_S, so a
+# proxy holding progress back makes a test fail instead of hang.
+
+import asyncio  # noqa: E402  (the SSE modes' imports stay in their block)
+
+import anyio  # noqa: E402
+from mcp.server.mcpserver import Context  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import PlainTextResponse  # noqa: E402
+
+GATE_TIMEOUT_S = 30.0
+GATES: dict[tuple[str, int], asyncio.Event] = {}
+
+
+def gate(token: str, step: int) -> asyncio.Event:
+    return GATES.setdefault((token, step), asyncio.Event())
+
+
+def add_sse_tools(mcp: MCPServer) -> None:
+    def table(rows: int) -> CallToolResult:
+        text = json.dumps(users(rows), indent=2, ensure_ascii=False)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=False)
+
+    @mcp.tool(description="Reports progress `steps` times (each step waits for its gate), then lists users.")
+    async def gated_report(ctx: Context, token: str, steps: int = 3, rows: int = 30) -> CallToolResult:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            with anyio.move_on_after(GATE_TIMEOUT_S) as scope:
+                await gate(token, step).wait()
+            GATES.pop((token, step), None)
+            if scope.cancelled_caught:
+                return CallToolResult(
+                    content=[TextContent(type="text", text=f"gate {step} of {token} never opened")], is_error=True
+                )
+        return table(rows)
+
+    @mcp.tool(description="Reports progress `count` times, then lists users.")
+    async def progress_flood(ctx: Context, count: int = 1000, rows: int = 30) -> CallToolResult:
+        for i in range(1, count + 1):
+            await ctx.report_progress(i, count)
+        return table(rows)
+
+    @mcp.custom_route("/demo/gate", methods=["POST"])
+    async def open_gate(request: Request) -> PlainTextResponse:
+        token = request.query_params.get("token", "")
+        step = int(request.query_params.get("step", "0"))
+        gate(token, step).set()
+        return PlainTextResponse("open")
+
+
+class SplitWrites:
+    """ASGI middleware: a request carrying `x-demo-split: N` gets each body
+    write cut into writes of N bytes, as they come (nothing is collected),
+    so events cross the proxy in pieces."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        piece = int(headers.get(b"x-demo-split", b"0") or 0)
+        if piece <= 0:
+            await self.app(scope, receive, send)
+            return
+
+        async def split(message: dict) -> None:
+            body = message.get("body", b"")
+            if message["type"] != "http.response.body" or len(body) <= piece:
+                await send(message)
+                return
+            for i in range(0, len(body), piece):
+                await send({"type": "http.response.body", "body": body[i : i + piece], "more_body": True})
+            if not message.get("more_body"):
+                await send({"type": "http.response.body", "body": b""})
+
+        await self.app(scope, receive, split)
+
+
+def sse_app(transport: str, host: str) -> Any:
+    """The ASGI app of an SSE mode (`sse` or `legacy-sse`)."""
+    mcp = build_server()
+    add_sse_tools(mcp)
+    if transport == "legacy-sse":
+        return SplitWrites(mcp.sse_app(host=host))
+    return SplitWrites(mcp.streamable_http_app(host=host))
+
+
+# --- end of SSE modes ----------------------------------------------------------
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("MCP_DEMO_PORT", "8931")))
+    parser.add_argument(
+        "--transport",
+        choices=["json", "sse", "legacy-sse"],
+        default="json",
+        help="json (default): stateless, application/json answers; sse: FastMCP's default "
+        "text/event-stream answers; legacy-sse: the 2024-11-05 HTTP+SSE transport",
+    )
     args = parser.parse_args()
-    app = build_server().streamable_http_app(json_response=True, stateless_http=True, host=args.host)
+    if args.transport != "json":
+        app = sse_app(args.transport, args.host)
+    else:
+        app = build_server().streamable_http_app(json_response=True, stateless_http=True, host=args.host)
     uvicorn.run(DemoTransport(app), host=args.host, port=args.port, log_level="warning")
 
 

@@ -45,8 +45,12 @@ pub enum Outcome {
 impl Outcome {
     /// Every outcome that changes something; each has a metric
     /// `mcp_toon_<name>`.
-    pub const CHANGES: &'static [Outcome] =
-        &[Outcome::Encoded, Outcome::Annotated, Outcome::Trimmed];
+    pub const CHANGES: &'static [Outcome] = &[
+        Outcome::Encoded,
+        Outcome::Cleaned,
+        Outcome::Annotated,
+        Outcome::Trimmed,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -73,6 +73,9 @@ pub fn all_metrics() -> Vec<String> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     pub decisions: Vec<Decision>,
+    /// Decisions dropped from the front of a long-lived stream's record
+    /// after they were counted (see [`Report::forget_oldest`]).
+    pub omitted: usize,
 }
 
 #[derive(Serialize)]
@@ -100,14 +103,30 @@ impl Report {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.decisions.is_empty()
+        self.decisions.is_empty() && self.omitted == 0
+    }
+
+    /// Drops up to `n` of the oldest decisions, keeping their number. A
+    /// 2024-11-05 GET stream lives as long as its session and would
+    /// otherwise keep a decision for every call ever answered on it.
+    pub fn forget_oldest(&mut self, n: usize) {
+        let n = n.min(self.decisions.len());
+        self.decisions.drain(..n);
+        self.omitted = self.omitted.saturating_add(n);
     }
 
     /// The counters this report moves, with the amounts: one per decision,
     /// plus the bytes of the changed blocks.
     pub fn metrics(&self) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = self
-            .decisions
+        self.metrics_since(0)
+    }
+
+    /// The counters moved by the decisions from `start` on: a host counts
+    /// a long-lived event stream as it goes. Cut only where no block is
+    /// half-decided (no callout pending), so each block's bytes count once.
+    pub fn metrics_since(&self, start: usize) -> Vec<(String, u64)> {
+        let decisions = self.decisions.get(start..).unwrap_or_default();
+        let mut out: Vec<(String, u64)> = decisions
             .iter()
             .flat_map(|d| match (d.outcome, d.transform) {
                 (Outcome::Passthrough(r), _) => vec![(metric_passthrough(r), 1)],
@@ -118,7 +137,7 @@ impl Report {
                 (o, None) => vec![(format!("{METRIC_PREFIX}_{}", o.as_str()), 1)],
             })
             .collect();
-        let (before, after) = self.block_bytes();
+        let (before, after) = block_bytes(decisions);
         if before != 0 || after != 0 {
             out.push((format!("{METRIC_PREFIX}_bytes_before"), before as u64));
             out.push((format!("{METRIC_PREFIX}_bytes_after"), after as u64));
@@ -147,6 +166,10 @@ impl Report {
                 transform: d.transform,
             })
             .collect();
+        if self.omitted > 0 {
+            return serde_json::json!({ "decisions": records, "omitted": self.omitted })
+                .to_string();
+        }
         serde_json::json!({ "decisions": records }).to_string()
     }
 
@@ -189,21 +212,67 @@ impl Report {
     /// Stages record their own before/after; a block's first change gives
     /// its input size and its last change its output size.
     pub fn block_bytes(&self) -> (usize, usize) {
-        type Key<'a> = (Option<&'a str>, Option<usize>);
-        let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
-        for d in self
-            .decisions
-            .iter()
-            .filter(|d| d.outcome.changed() && d.block.is_some())
-        {
-            let key = (d.id.as_deref(), d.block);
-            match blocks.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, _, after)) => *after = d.bytes_after,
-                None => blocks.push((key, d.bytes_before, d.bytes_after)),
-            }
+        block_bytes(&self.decisions)
+    }
+}
+
+fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
+    type Key<'a> = (Option<&'a str>, Option<usize>);
+    let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
+    for d in decisions
+        .iter()
+        .filter(|d| d.outcome.changed() && d.block.is_some())
+    {
+        let key = (d.id.as_deref(), d.block);
+        match blocks.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, after)) => *after = d.bytes_after,
+            None => blocks.push((key, d.bytes_before, d.bytes_after)),
         }
-        blocks
-            .iter()
-            .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
+    }
+    blocks
+        .iter()
+        .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{all_metrics, Decision, Report};
+    use crate::outcome::{Outcome, Reason, Stage};
+    use crate::stage::clean::Transform;
+
+    fn decision(outcome: Outcome, transform: Option<&'static str>) -> Decision {
+        Decision {
+            stage: Stage::Clean,
+            outcome,
+            id: Some("1".into()),
+            tool: None,
+            block: Some(0),
+            bytes_before: 10,
+            bytes_after: 5,
+            lossless: false,
+            transform,
+        }
+    }
+
+    /// Hosts define counters up front from `all_metrics`: a counter a report
+    /// moves but that list lacks is silently never counted (regression:
+    /// `mcp_toon_cleaned` was missing).
+    #[test]
+    fn every_metric_a_report_moves_is_defined() {
+        let defined = all_metrics();
+        let mut report = Report::default();
+        for t in Transform::ALL {
+            report.push(decision(Outcome::Cleaned, Some(t.name())));
+        }
+        for o in [Outcome::Encoded, Outcome::Annotated, Outcome::Trimmed] {
+            report.push(decision(o, None));
+        }
+        for r in Reason::ALL {
+            report.push(decision(Outcome::Passthrough(*r), None));
+        }
+        for (name, _) in report.metrics() {
+            assert!(defined.contains(&name), "{name} is not defined");
+        }
+        assert!(defined.contains(&"mcp_toon_cleaned".to_string()));
     }
 }

@@ -13,7 +13,9 @@ fuzz_target!(|data: &[u8]| {
     let header = [Header::Marker, Header::Fence, Header::None][usize::from(knobs % 3)];
     let mode = if knobs & 0x80 != 0 { Mode::Always } else { Mode::Adaptive };
     let s = ToonSettings { mode, header, min_bytes: 0, min_rows: 1, ..ToonSettings::default() };
-    let Ok(out) = toon::encode(text, literal_len(text), &s) else { return };
+    let result = toon::encode(text, literal_len(text), &s);
+    assert_eq!(result, toon::encode_generic(text, literal_len(text), &s), "fast and generic paths differ");
+    let Ok(out) = result else { return };
     if mode == Mode::Adaptive {
         assert!(out.len() * 100 <= text.len() * 85, "larger than allowed");
         assert!(literal_len(&out) <= literal_len(text), "larger on the wire");

@@ -98,23 +98,11 @@ extern "C" {
         value_len: usize,
         cas: u32,
     ) -> u32;
-    #[allow(clippy::too_many_arguments)]
-    fn proxy_http_call(
-        upstream: *const u8,
-        upstream_len: usize,
-        headers: *const u8,
-        headers_len: usize,
-        body: *const u8,
-        body_len: usize,
-        trailers: *const u8,
-        trailers_len: usize,
-        timeout_ms: u32,
-        token: *mut u32,
-    ) -> u32;
     fn proxy_continue_stream(stream: u32) -> u32;
     fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
+    fn proxy_record_metric(id: u32, value: u64) -> u32;
 }
 
 /// Takes ownership of a buffer the host allocated through the SDK's
@@ -229,52 +217,30 @@ pub fn set_shared_data(key: &str, value: &[u8]) -> HostResult<()> {
     })
 }
 
-/// ABI header-map serialisation: count, then (name length, value length)
-/// pairs, then each name and value NUL-terminated, all little-endian u32.
-fn serialize(map: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
-    out.extend_from_slice(&len(map.len()));
-    for (name, value) in map {
-        out.extend_from_slice(&len(name.len()));
-        out.extend_from_slice(&len(value.len()));
-    }
-    for (name, value) in map {
-        out.extend_from_slice(name.as_bytes());
-        out.push(0);
-        out.extend_from_slice(value.as_bytes());
-        out.push(0);
-    }
-    out
-}
-
 /// Starts an HTTP call to an Envoy cluster; returns its token.
+///
+/// This one host call goes through the SDK: its dispatcher routes
+/// `on_http_call_response` by a token → context map that only the SDK's
+/// `dispatch_http_call` fills, and it traps on a token it does not know (a
+/// raw `proxy_http_call` left every reply trapping the VM and the response
+/// paused for good). The SDK panics only on statuses the ABI does not
+/// specify for this call (it returns `Ok`, `BadArgument` for an unknown
+/// cluster or missing pseudo-headers, `InternalFailure` when the host
+/// cannot send; `InvalidMemoryAccess` cannot happen with live slices).
 pub fn http_call(
     cluster: &str,
     headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
 ) -> HostResult<u32> {
-    let headers = serialize(headers);
-    let trailers = serialize(&[]);
-    let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
-    let mut token = 0u32;
-    // SAFETY: every slice is live for the call; `token` is a local.
-    let code = unsafe {
-        proxy_http_call(
-            cluster.as_ptr(),
-            cluster.len(),
-            headers.as_ptr(),
-            headers.len(),
-            body.as_ptr(),
-            body.len(),
-            trailers.as_ptr(),
-            trailers.len(),
-            timeout_ms,
-            &mut token,
-        )
-    };
-    status(code).map(|()| token)
+    proxy_wasm::hostcalls::dispatch_http_call(
+        cluster,
+        headers.to_vec(),
+        Some(body),
+        Vec::new(),
+        timeout,
+    )
+    .map_err(|s| HostError(s as u32))
 }
 
 /// Resumes a paused response (ABI `continue_stream(HttpResponse)`).
@@ -304,4 +270,29 @@ pub fn define_counter(name: &str) -> HostResult<u32> {
 pub fn increment(id: u32, offset: i64) -> HostResult<()> {
     // SAFETY: no pointers.
     status(unsafe { proxy_increment_metric(id, offset) })
+}
+
+/// Defines a gauge; returns its id.
+pub fn define_gauge(name: &str) -> HostResult<u32> {
+    let mut id = 0u32;
+    // SAFETY: `name` is live for the call; `id` is a local.
+    status(unsafe { proxy_define_metric(1, name.as_ptr(), name.len(), &mut id) }).map(|()| id)
+}
+
+pub fn record(id: u32, value: u64) -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_record_metric(id, value) })
+}
+
+/// Bytes of this VM's linear memory. It only grows (wasm has no way to
+/// give pages back), so it is the VM's peak since it started.
+pub fn memory_bytes() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    {
+        core::arch::wasm32::memory_size(0).saturating_mul(65536)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
 }

@@ -1,17 +1,29 @@
 //! Host services the core's report and the legacy-session pairing need:
 //! counters and shared data, through the panic-free ABI wrappers.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use super::abi;
 use crate::exchange::SessionStore;
 use crate::report::{all_metrics, Report};
 
-/// Counter ids by name. Defined once per VM; Envoy shows them in `/stats`
-/// and `/stats/prometheus`.
+/// Gauge: the most response bytes one stream held between callbacks on
+/// this VM (an incomplete trailing SSE event, events queued behind a
+/// callout, a buffered JSON body).
+pub const HELD_BYTES_MAX: &str = "mcp_toon_held_bytes_max";
+/// Gauge: this VM's wasm linear memory in bytes (its peak: it never
+/// shrinks).
+pub const VM_MEMORY_BYTES: &str = "mcp_toon_vm_memory_bytes";
+
+/// Counter ids by name, and the two memory gauges. Defined once per VM;
+/// Envoy shows them in `/stats` and `/stats/prometheus`.
 #[derive(Default)]
 pub struct Metrics {
     ids: HashMap<String, u32>,
+    held_max: Option<u32>,
+    memory: Option<u32>,
+    held_peak: Cell<usize>,
 }
 
 impl Metrics {
@@ -20,11 +32,31 @@ impl Metrics {
             .into_iter()
             .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
             .collect();
-        Self { ids }
+        Self {
+            ids,
+            held_max: abi::define_gauge(HELD_BYTES_MAX).ok(),
+            memory: abi::define_gauge(VM_MEMORY_BYTES).ok(),
+            held_peak: Cell::new(0),
+        }
     }
 
-    pub fn record(&self, report: &Report) {
-        for (name, amount) in report.metrics() {
+    /// After a response callback: what the stream holds now, and the VM's
+    /// memory.
+    pub fn observe(&self, held: usize) {
+        if held > self.held_peak.get() {
+            self.held_peak.set(held);
+            if let Some(id) = self.held_max {
+                let _ = abi::record(id, u64::try_from(held).unwrap_or(u64::MAX));
+            }
+        }
+        if let Some(id) = self.memory {
+            let _ = abi::record(id, u64::try_from(abi::memory_bytes()).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Counts the decisions of `report` from `start` on.
+    pub fn record(&self, report: &Report, start: usize) {
+        for (name, amount) in report.metrics_since(start) {
             if let Some(id) = self.ids.get(&name) {
                 let _ = abi::increment(*id, i64::try_from(amount).unwrap_or(i64::MAX));
             }

@@ -19,11 +19,26 @@ use crate::stage::trim::LlmReply;
 const RECORD_PROPERTY: &str = "mcp_toon";
 /// Response header summarising the decisions when headers were held.
 const SUMMARY_HEADER: &str = "x-mcp-toon";
+/// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
+/// plugin sets these properties to a non-empty value in the matching header
+/// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary
+/// properties: Envoy stores them as filter state nobody reads. Their status
+/// is ignored, so a host that refuses them changes nothing.
+const APISIX_REQUEST_BODY: &str = "wasm_process_req_body";
+const APISIX_RESPONSE_BODY: &str = "wasm_process_resp_body";
+
+/// Asks hosts that deliver bodies only on request (APISIX) for this one.
+fn want_body(property: &str) {
+    let _ = abi::set_property(&[property], b"true");
+}
 
 pub struct Stream {
     metrics: Rc<Metrics>,
     exchange: Exchange,
     reported: bool,
+    /// Decisions already counted: a long-lived event stream is counted as
+    /// it goes, not when it closes.
+    counted: usize,
     /// Bytes of response body Envoy holds for us (we paused on them); a
     /// later step replaces exactly these.
     held: usize,
@@ -44,6 +59,7 @@ impl Stream {
             metrics,
             exchange: Exchange::new(settings),
             reported: false,
+            counted: 0,
             held: 0,
             paused: false,
             waiting: false,
@@ -71,14 +87,33 @@ impl Stream {
             return;
         }
         self.reported = true;
+        self.count(true);
         let report = self.exchange.report();
         if report.is_empty() {
             return;
         }
-        self.metrics.record(report);
         let record = report.to_json();
         log::debug!("mcp-toon: {} {record}", report.summary());
         let _ = abi::set_property(&[RECORD_PROPERTY], record.as_bytes());
+    }
+
+    /// Counts the decisions made since the last count, unless a callout
+    /// is in flight (and the stream goes on): its block is half-decided,
+    /// and its bytes must be counted from its first stage to its last in
+    /// one go.
+    fn count(&mut self, last: bool) {
+        if self.waiting && !last {
+            return;
+        }
+        let report = self.exchange.report();
+        self.metrics.record(report, self.counted);
+        self.counted = report.decisions.len();
+        if !last {
+            // The record of a stream still flowing stays bounded; a
+            // finished one is published whole.
+            let forgotten = self.exchange.forget_counted(self.counted);
+            self.counted -= forgotten;
+        }
     }
 
     /// Performs a response step on the `size` bytes Envoy holds for the
@@ -164,8 +199,10 @@ impl Context for Stream {
                     .flatten()
                     .unwrap_or_default(),
             },
-            // Envoy reports a timeout, a reset and a refused connection
-            // alike, without headers; the core tells them apart by time.
+            // A reset comes without headers (a timeout or a refused
+            // connection comes as a local reply of Envoy's router, which
+            // the core recognises); the core tells a reset from a timeout
+            // by time.
             None => LlmReply::Failed {
                 elapsed_ms: self
                     .callout_started
@@ -188,6 +225,7 @@ impl Context for Stream {
             // The response was paused for the call; it always resumes.
             let _ = abi::resume_response();
         }
+        self.count(false);
     }
 }
 
@@ -213,6 +251,9 @@ impl HttpContext for Stream {
         }
         if plan.remove_content_length {
             let _ = abi::set_header(Headers::Request, "content-length", None);
+        }
+        if plan.read_body {
+            want_body(APISIX_REQUEST_BODY);
         }
         Action::Continue
     }
@@ -247,6 +288,9 @@ impl HttpContext for Stream {
             content_length,
             end_of_stream,
         });
+        if matches!(plan, ResponsePlan::Rewrite { .. }) {
+            want_body(APISIX_RESPONSE_BODY);
+        }
         match plan {
             ResponsePlan::Pass => Action::Continue,
             // A plain StopIteration (Envoy ≥ 1.35 with
@@ -274,7 +318,10 @@ impl HttpContext for Stream {
         let step = self
             .exchange
             .response_chunk(&buffer, end_of_stream, &mut SharedData);
-        self.answer(step, body_size)
+        let action = self.answer(step, body_size);
+        self.count(false);
+        self.metrics.observe(self.exchange.held_bytes());
+        action
     }
 
     /// A body that ends with trailers has no last body callback: what the

@@ -24,6 +24,10 @@ use crate::pipeline::{self, Job, Output};
 use crate::report::{Decision, Report};
 use crate::stage::trim::{LlmReply, LlmRequest};
 
+/// Most decisions a stream's record keeps; older ones are counted in
+/// metrics, then only their number stays (`omitted` in the record).
+pub const RECORD_DECISIONS: usize = 64;
+
 /// What the host knows when request headers arrive.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestHead<'a> {
@@ -347,6 +351,12 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
+        if self.session.is_some() && head.status == Some(202) {
+            // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
+            // GET stream and is decided (and counted) there.
+            self.phase = Phase::Done;
+            return ResponsePlan::Pass;
+        }
         // A legacy GET stream carries only events.
         let readable =
             media == "text/event-stream" || (media == "application/json" && !self.legacy);
@@ -510,6 +520,25 @@ impl Exchange {
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Keeps the decision record of a long-lived stream bounded: of the
+    /// first `counted` decisions (those the host has already counted),
+    /// drops the oldest beyond the last [`RECORD_DECISIONS`]. Returns how
+    /// many went, so the host can move its count back.
+    pub fn forget_counted(&mut self, counted: usize) -> usize {
+        let excess = self.report.decisions.len().saturating_sub(RECORD_DECISIONS);
+        let n = excess.min(counted);
+        self.report.forget_oldest(n);
+        n
+    }
+
+    /// Response bytes the core holds between callbacks: an incomplete
+    /// trailing event, events waiting behind a callout, and a buffered
+    /// JSON body.
+    pub fn held_bytes(&self) -> usize {
+        let stream = self.stream.as_ref().map_or(0, stream::SseState::held_bytes);
+        stream.saturating_add(self.response_body.bytes.len())
     }
 
     /// The core wants the request body's bytes (else the host need not

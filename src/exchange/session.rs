@@ -39,6 +39,9 @@ impl SessionStore for NoSessions {
 
 #[derive(Serialize, Deserialize)]
 struct Record {
+    /// Session and JSON-RPC id: a slot is shared, so a reader checks both.
+    s: String,
+    id: String,
     m: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     t: Option<String>,
@@ -46,8 +49,22 @@ struct Record {
     i: Option<String>,
 }
 
+/// Records live in a fixed number of slots. Proxy-wasm (ABI 0.2.1) cannot
+/// delete a shared-data key, only empty it, so a key per session and id
+/// would leave one key in the host's memory for every call ever made.
+/// Two calls in flight on the same slot: the later overwrites the earlier,
+/// whose result then falls back to its shape (server-level settings) —
+/// never to another call's tool.
+const SLOTS: u32 = 4096;
+
 fn key(session: &str, id: &str) -> String {
-    format!("mcp_toon.session.{session}.{id}")
+    // FNV-1a: deterministic on every worker (the slot is found again by
+    // another VM), and cheap.
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in session.bytes().chain([0]).chain(id.bytes()) {
+        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+    }
+    format!("mcp_toon.legacy.{}", hash % SLOTS)
 }
 
 /// The session named in a URL's query (`session_id` or `sessionId`).
@@ -80,6 +97,8 @@ impl Exchange {
                 continue;
             }
             let record = Record {
+                s: session.clone(),
+                id: call.id.clone(),
                 m: call.method.clone(),
                 t: call.tool.clone(),
                 i: call.intent.clone(),
@@ -110,8 +129,11 @@ impl Exchange {
             let recorded = self.session.as_deref().and_then(|s| {
                 let k = key(s, &id);
                 let value = sessions.get(&k).filter(|v| !v.is_empty())?;
+                let record = serde_json::from_slice::<Record>(&value)
+                    .ok()
+                    .filter(|r| r.s == s && r.id == id)?;
                 sessions.set(&k, b"");
-                serde_json::from_slice::<Record>(&value).ok()
+                Some(record)
             });
             match recorded {
                 Some(r) => calls.push(Call {
@@ -156,5 +178,86 @@ mod tests {
         assert_eq!(session_in("/mcp"), None);
         assert_eq!(session_in("/messages?session_id="), None);
         assert_eq!(session_in("/messages?session_id=a b"), None);
+    }
+
+    #[test]
+    fn records_stay_within_a_fixed_number_of_keys() {
+        let mut keys = std::collections::HashSet::new();
+        for session in 0..50 {
+            for id in 0..1000 {
+                keys.insert(key(&format!("session{session}"), &id.to_string()));
+            }
+        }
+        assert!(keys.len() <= SLOTS as usize, "{}", keys.len());
+        // Spread over the slots, not piled on a few.
+        assert!(keys.len() > SLOTS as usize * 9 / 10, "{}", keys.len());
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::mcp::RequestInfo;
+
+    #[derive(Default)]
+    struct Store(HashMap<String, Vec<u8>>);
+
+    impl SessionStore for Store {
+        fn get(&self, key: &str) -> Option<Vec<u8>> {
+            self.0.get(key).cloned()
+        }
+        fn set(&mut self, key: &str, value: &[u8]) {
+            self.0.insert(key.to_string(), value.to_vec());
+        }
+    }
+
+    /// Two (session, id) pairs that share a slot.
+    fn colliding() -> ((String, String), (String, String)) {
+        let first = ("s0".to_string(), "1".to_string());
+        let slot = key(&first.0, &first.1);
+        for n in 1.. {
+            let other = (format!("s{n}"), "1".to_string());
+            if key(&other.0, &other.1) == slot {
+                return (first, other);
+            }
+        }
+        unreachable!()
+    }
+
+    fn exchange_in(session: &str) -> Exchange {
+        let settings = std::sync::Arc::new(crate::config::Settings::from_json("{}").unwrap());
+        let mut e = Exchange::new(settings);
+        e.session = Some(session.to_string());
+        e
+    }
+
+    fn post(store: &mut Store, session: &str, id: &str, tool: &str) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#
+        );
+        let info = RequestInfo::parse_with_intent(body.as_bytes(), None).unwrap();
+        exchange_in(session).remember_calls(&info, store);
+    }
+
+    const RESULT: &str =
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}"#;
+
+    #[test]
+    fn a_record_overwritten_in_its_slot_is_never_read_as_another_call() {
+        let ((s1, id1), (s2, id2)) = colliding();
+        let mut store = Store::default();
+        post(&mut store, &s1, &id1, "first_tool");
+        post(&mut store, &s2, &id2, "second_tool");
+        assert_eq!(store.0.len(), 1, "one slot");
+        // The first session's result: its record was overwritten, so the
+        // shape decides (no tool), not the other session's record.
+        let calls = exchange_in(&s1).legacy_requests(RESULT, &mut store).calls;
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].tool, None);
+        // The record that is there still serves its own call.
+        let calls = exchange_in(&s2).legacy_requests(RESULT, &mut store).calls;
+        assert_eq!(calls[0].tool.as_deref(), Some("second_tool"));
     }
 }

@@ -42,6 +42,14 @@ impl SseState {
     }
 }
 
+impl SseState {
+    pub(super) fn held_bytes(&self) -> usize {
+        let queued: usize = self.queue.iter().map(|u| u.bytes().len()).sum();
+        let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
+        self.framer.held_bytes() + queued + self.out.len() + pending
+    }
+}
+
 enum Rewritten {
     Ready(Vec<u8>),
     Callout(Box<(Event, Job)>),

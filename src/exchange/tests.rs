@@ -699,4 +699,107 @@ mod streams {
         assert!(out.contains("[mcp-toon/v1]"));
         assert_eq!(reasons(&get), vec![Outcome::Encoded]);
     }
+
+    #[test]
+    fn legacy_post_accepted_leaves_the_count_to_the_get_stream() {
+        // Regression: each 2024-11-05 tools/call POST (answered `202
+        // Accepted`, empty) was counted `not_json_response` on top of the
+        // decision its result gets on the GET stream.
+        let mut shared = Shared::default();
+        let mut post = exchange("{}");
+        legacy_post(&mut post, &mut shared, "rows");
+        let accepted = ResponseHead {
+            content_type: Some("text/plain"),
+            content_length: Some(8),
+            ..json_head(202)
+        };
+        assert_eq!(post.response_headers(accepted), ResponsePlan::Pass);
+        assert!(post.report().is_empty(), "{:?}", post.report());
+        assert!(post.is_done());
+        let mut get = exchange("{}");
+        legacy_get(&mut get);
+        legacy_stream(&mut get, &mut shared);
+        assert_eq!(reasons(&get), vec![Outcome::Encoded]);
+    }
+
+    #[test]
+    fn held_bytes_stay_at_one_incomplete_event_however_long_the_stream() {
+        let mut e = exchange("{}");
+        into_tool_call(&mut e);
+        e.response_headers(sse_head());
+        let progress = |i: usize| {
+            format!(
+                "event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":{i}}}}}\r\n\r\n"
+            )
+        };
+        let mut most = 0;
+        for i in 0..5000 {
+            let event = progress(i);
+            // Each chunk ends inside the next event.
+            let (head, tail) = event.split_at(event.len() / 2);
+            let first = e.response_chunk(head.as_bytes(), false, &mut NoSessions);
+            assert_eq!(first.body, Some(Vec::new()), "an incomplete event is held");
+            most = most.max(e.held_bytes());
+            let second = e.response_chunk(tail.as_bytes(), false, &mut NoSessions);
+            assert_eq!(second.body.as_deref(), Some(event.as_bytes()));
+            assert_eq!(e.held_bytes(), 0, "a complete event goes out at once");
+        }
+        assert!(most <= progress(4999).len() / 2, "{most}");
+        assert!(e.report().is_empty(), "notifications are no decisions");
+    }
+
+    #[test]
+    fn metrics_counted_in_cuts_add_up_to_the_whole() {
+        // A legacy GET stream: results of many calls, counted as they pass.
+        let mut e = exchange("{}");
+        legacy_get(&mut e);
+        let mut cuts = Vec::new();
+        let mut counted = 0;
+        for id in [7, 8] {
+            let event = format!("data: {}\n\n", result_data(id));
+            e.response_chunk(event.as_bytes(), false, &mut NoSessions);
+            cuts.extend(e.report().metrics_since(counted));
+            counted = e.report().decisions.len();
+        }
+        let sum = |list: &[(String, u64)]| {
+            let mut m: HashMap<String, u64> = HashMap::new();
+            for (k, v) in list {
+                *m.entry(k.clone()).or_default() += v;
+            }
+            m
+        };
+        assert_eq!(sum(&cuts), sum(&e.report().metrics()));
+        assert_eq!(sum(&cuts)["mcp_toon_encoded"], 2);
+    }
+
+    #[test]
+    fn a_long_legacy_stream_keeps_a_bounded_record() {
+        let mut e = exchange("{}");
+        legacy_get(&mut e);
+        let mut counted = 0;
+        let mut encoded = 0;
+        for id in 0..1000 {
+            let event = format!("data: {}\n\n", result_data(id));
+            e.response_chunk(event.as_bytes(), false, &mut NoSessions);
+            // What a host does after each callback: count, then forget.
+            encoded += e
+                .report()
+                .metrics_since(counted)
+                .iter()
+                .filter(|(name, _)| name == "mcp_toon_encoded")
+                .map(|(_, n)| n)
+                .sum::<u64>();
+            counted = e.report().decisions.len();
+            counted -= e.forget_counted(counted);
+            assert!(e.report().decisions.len() <= RECORD_DECISIONS);
+        }
+        assert_eq!(encoded, 1000, "every result counted once");
+        assert_eq!(e.report().omitted + e.report().decisions.len(), 1000);
+        let record: Value = serde_json::from_str(&e.report().to_json()).unwrap();
+        assert_eq!(record["omitted"], 1000 - RECORD_DECISIONS);
+        assert_eq!(
+            record["decisions"].as_array().unwrap().len(),
+            RECORD_DECISIONS
+        );
+    }
 }

@@ -115,14 +115,14 @@ struct ChoiceMessage {
 pub fn parse_reply(reply: &LlmReply, timeout_ms: u64, count: usize) -> Result<Vec<String>, Reason> {
     let body = match reply {
         LlmReply::NotSent => return Err(Reason::TrimUnavailable),
-        // Envoy reports a timeout and a reset alike (no headers); the time
-        // taken tells them apart.
+        // No response at all: a reset, or a timeout some host reports so;
+        // the time taken tells them apart.
         LlmReply::Failed { elapsed_ms } if *elapsed_ms >= timeout_ms.saturating_mul(9) / 10 => {
             return Err(Reason::TrimTimeout)
         }
         LlmReply::Failed { .. } => return Err(Reason::TrimUnavailable),
-        LlmReply::Response { status, .. } if !(200..300).contains(status) => {
-            return Err(Reason::TrimStatus)
+        LlmReply::Response { status, body } if !(200..300).contains(status) => {
+            return Err(proxy_failure(*status, body).unwrap_or(Reason::TrimStatus))
         }
         LlmReply::Response { body, .. } => body,
     };
@@ -142,6 +142,24 @@ pub fn parse_reply(reply: &LlmReply, timeout_ms: u64, count: usize) -> Result<Ve
         return Err(Reason::TrimMalformed);
     }
     Ok(parts)
+}
+
+/// Envoy answers a callout it could not complete with a local reply of its
+/// own router, not with a failure: 504 `upstream request timeout` when
+/// `timeout_ms` passed, 503 `upstream connect error or disconnect/reset
+/// before headers. ...` when the connection was refused or reset, 503 `no
+/// healthy upstream` when the cluster has no host. These texts name the
+/// failure whichever Envoy (ours, or one inside the LLM gateway) wrote them.
+fn proxy_failure(status: u16, body: &[u8]) -> Option<Reason> {
+    match status {
+        504 if body == b"upstream request timeout" => Some(Reason::TrimTimeout),
+        503 if body.starts_with(b"upstream connect error or disconnect/reset before headers")
+            || body == b"no healthy upstream" =>
+        {
+            Some(Reason::TrimUnavailable)
+        }
+        _ => None,
+    }
 }
 
 /// Models wrap answers in a code fence despite being told not to; a fence

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 import yaml
@@ -117,9 +117,11 @@ def wait_for_port(port: int, proc: Proc, timeout: float = 30.0) -> None:
 # --- the demo MCP server --------------------------------------------------------
 
 
-def start_demo_server(log_dir: Path, port: int | None = None) -> tuple[Proc, int]:
+def start_demo_server(log_dir: Path, port: int | None = None, args: tuple[str, ...] = ()) -> tuple[Proc, int]:
+    """`args`: more command-line options, e.g. `("--transport", "sse")`."""
     port = port or free_port()
-    proc = Proc("demo-server", [str(PYTHON), str(DEMO_SERVER), "--port", str(port)], log_dir / f"demo-server-{port}.log")
+    argv = [str(PYTHON), str(DEMO_SERVER), "--port", str(port), *args]
+    proc = Proc("demo-server", argv, log_dir / f"demo-server-{port}.log")
     try:
         wait_for_port(port, proc)
     except Exception:
@@ -148,9 +150,11 @@ def render_envoy(
     admin_port: int,
     wasm: Path = WASM,
     access_log_path: Path | None = None,
+    extra_clusters: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """envoy/envoy.yaml with free ports, one copy of its listener per entry,
-    and the given plugin configurations."""
+    the given plugin configurations, and `extra_clusters` (see
+    `static_cluster`) beside the MCP upstream."""
     base = yaml.safe_load(ENVOY_TEMPLATE.read_text())
     base["admin"]["address"]["socket_address"]["port_value"] = admin_port
     template = base["static_resources"]["listeners"][0]
@@ -194,6 +198,7 @@ def render_envoy(
     base["static_resources"]["listeners"] = rendered
     cluster = base["static_resources"]["clusters"][0]
     cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["port_value"] = upstream_port
+    base["static_resources"]["clusters"].extend(extra_clusters or [])
     return base
 
 
@@ -238,9 +243,17 @@ def start_envoy(
     name: str = "envoy",
     access_log_path: Path | None = None,
     wait: bool = True,
+    extra_clusters: list[dict[str, Any]] | None = None,
+    tweak: Callable[[dict[str, Any]], None] | None = None,
 ) -> Envoy:
+    """`tweak`: edits the rendered configuration in place before Envoy
+    starts (e.g. route timeouts for event streams)."""
     admin_port = free_port()
-    config = render_envoy(listeners, upstream_port, admin_port, access_log_path=access_log_path)
+    config = render_envoy(
+        listeners, upstream_port, admin_port, access_log_path=access_log_path, extra_clusters=extra_clusters
+    )
+    if tweak is not None:
+        tweak(config)
     work_dir.mkdir(parents=True, exist_ok=True)
     config_path = work_dir / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=1))
@@ -274,6 +287,20 @@ def start_envoy(
         proc.stop()
         raise
     return envoy
+
+
+def static_cluster(name: str, port: int) -> dict[str, Any]:
+    """An Envoy cluster with one endpoint, 127.0.0.1:`port` (HTTP/1.1), e.g.
+    the `llm` cluster of the trim stage."""
+    return {
+        "name": name,
+        "type": "STATIC",
+        "connect_timeout": "2s",
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": port}}}}]}],
+        },
+    }
 
 
 def envoy_version() -> str:

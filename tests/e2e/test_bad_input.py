@@ -227,11 +227,15 @@ def send(envoy: harness.Envoy, listener: str, name: str, request: Any = None, ht
             return r.status_code, dict(r.headers), raw
 
 
+# Gauges (memory), not counters: they move with any traffic.
+GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+
+
 def passthrough_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     """Counters that moved, `mcp_toon_passthrough_` and `mcp_toon_` stripped."""
     out = {}
     for k, v in after.items():
-        if k.startswith("mcp_toon_") and v != before.get(k, 0.0):
+        if k.startswith("mcp_toon_") and k not in GAUGES and v != before.get(k, 0.0):
             out[k.removeprefix("mcp_toon_").removeprefix("passthrough_")] = int(v - before.get(k, 0.0))
     return out
 

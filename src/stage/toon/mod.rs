@@ -13,12 +13,10 @@ pub mod fast;
 pub use classify::{classify, NotTable};
 
 use serde_json::Value;
-use toon_format::types::Number as ToonNumber;
-use toon_format::utils::format_canonical_number;
 use toon_format::{DecodeOptions, EncodeOptions};
 
 use crate::config::{Mode, ToonSettings};
-use crate::json::{self, Decimal, StrictError};
+use crate::json::{self, StrictError};
 use crate::marker;
 use crate::outcome::Reason;
 use crate::stage::literal_len;
@@ -158,21 +156,9 @@ fn uniform_key_order(value: &Value, depth: usize) -> bool {
 /// source's decimal value. Integers beyond 2^64 and floats with more digits
 /// than an f64 holds do not.
 fn survives(n: &serde_json::Number) -> bool {
-    let toon_number = if let Some(i) = n.as_i64() {
-        ToonNumber::from(i)
-    } else if let Some(u) = n.as_u64() {
-        ToonNumber::from(u)
-    } else {
-        match n.as_f64().and_then(ToonNumber::from_f64) {
-            Some(f) => f,
-            None => return false,
-        }
-    };
-    let canonical = format_canonical_number(&toon_number);
-    match (Decimal::parse(&n.to_string()), Decimal::parse(&canonical)) {
-        (Some(a), Some(b)) => a == b,
-        _ => false,
-    }
+    // One rule for both paths (fast/number.rs says why it checks two
+    // spellings of a double).
+    fast::exact_number(&n.to_string()).is_some()
 }
 
 #[cfg(test)]

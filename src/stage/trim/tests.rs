@@ -154,6 +154,32 @@ fn reply_failures_name_their_reason() {
     }
 }
 
+/// Regression: through Envoy, a callout past `timeout_ms` and one to a
+/// closed port both come back as responses of Envoy's own router (504 and
+/// 503), and were counted as `trim_status`.
+#[test]
+fn envoy_local_replies_name_timeout_and_unavailable() {
+    let reply = |status: u16, body: &[u8]| LlmReply::Response {
+        status,
+        body: body.to_vec(),
+    };
+    let cases = [
+        (reply(504, b"upstream request timeout"), Reason::TrimTimeout),
+        (
+            reply(503, b"upstream connect error or disconnect/reset before headers. reset reason: remote connection failure, transport failure reason: delayed connect error: Connection refused"),
+            Reason::TrimUnavailable,
+        ),
+        (reply(503, b"no healthy upstream"), Reason::TrimUnavailable),
+        // The endpoint's own errors stay status errors.
+        (reply(504, b"{\"error\":\"gateway timeout\"}"), Reason::TrimStatus),
+        (reply(503, b"{\"error\":\"overloaded\"}"), Reason::TrimStatus),
+        (reply(500, b"upstream request timeout"), Reason::TrimStatus),
+    ];
+    for (reply, reason) in cases {
+        assert_eq!(parse_reply(&reply, 1000, 1), Err(reason), "{reply:?}");
+    }
+}
+
 #[test]
 fn guard_keeps_only_smaller_non_empty_extractions() {
     assert_eq!(guard("0123456789", "0123"), Ok(()));

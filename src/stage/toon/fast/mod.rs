@@ -33,6 +33,8 @@ mod check;
 mod decode;
 mod emit;
 mod number;
+
+pub(crate) use number::generic as exact_number;
 mod parse;
 mod tree;
 

@@ -95,18 +95,29 @@ fn shortcut(raw: &str) -> Shortcut<'_> {
 /// The generic path's computation: toon-format's `Number` as
 /// `JsonValue::from` builds it, its canonical form, and an exact decimal
 /// comparison with the literal.
-pub(super) fn generic(raw: &str) -> Option<String> {
+pub(crate) fn generic(raw: &str) -> Option<String> {
+    let exact = Decimal::parse(raw)?;
     let number = if let Ok(i) = raw.parse::<i64>() {
         ToonNumber::from(i)
     } else if let Ok(u) = raw.parse::<u64>() {
         ToonNumber::from(u)
     } else {
         let f = raw.parse::<f64>().ok().filter(|f| f.is_finite())?;
+        // A double can have two equally short spellings (7000002000000783e-1
+        // is both …078.2 and …078.3): Rust's `Display` and ryu, which
+        // serde_json writes with, break that tie differently. A reader that
+        // takes the TOON number as a double and writes it back must get the
+        // literal's value, so both spellings have to be exact; the generic
+        // path's verify (decode, then serde_json) refuses the same numbers.
+        let written = serde_json::Number::from_f64(f)?.to_string();
+        if Decimal::parse(&written).as_ref() != Some(&exact) {
+            return None;
+        }
         ToonNumber::from_f64(f)?
     };
     let canonical = format_canonical_number(&number);
-    match (Decimal::parse(raw), Decimal::parse(&canonical)) {
-        (Some(a), Some(b)) if a == b => Some(canonical),
+    match Decimal::parse(&canonical) {
+        Some(b) if b == exact => Some(canonical),
         _ => None,
     }
 }
@@ -149,6 +160,10 @@ mod tests {
             "3.141592653589793",
             "0.30000000000000004",
             "10.000000",
+            // Found by fuzzing (toon_stage): Display and ryu spell this double
+            // differently, so TOON cannot promise its literal to every reader.
+            "7000002000000783e-1",
+            "700000200000078.3",
             "0.0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000123456789012345",
         ];
         for raw in cases {

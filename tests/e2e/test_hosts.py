@@ -1,0 +1,80 @@
+"""What the plugin does for proxy-wasm hosts other than Envoy, seen from
+Envoy: the properties APISIX needs before it hands over bodies
+(`wasm_process_req_body`, `wasm_process_resp_body`) are set exactly where
+the plugin reads a body, and setting them costs Envoy nothing — Envoy keeps
+them as filter state, readable in the access log."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+import harness
+from harness import Listener
+
+FORMAT = (
+    "[props] %REQ(:METHOD)% %REQ(MCP-METHOD)% %RESPONSE_CODE% "
+    "req=%FILTER_STATE(wasm.wasm_process_req_body:PLAIN)% "
+    "resp=%FILTER_STATE(wasm.wasm_process_resp_body:PLAIN)%\n"
+)
+
+
+def start(demo_port: int, work_dir: Path) -> tuple[harness.Proc, Listener, Path]:
+    listener = Listener("props", {})
+    admin = harness.free_port()
+    config = harness.render_envoy([listener], demo_port, admin)
+    hcm = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    log = work_dir / "props-access.log"
+    hcm["access_log"] = [
+        {
+            "name": "envoy.access_loggers.file",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog",
+                "path": str(log),
+                "log_format": {"text_format_source": {"inline_string": FORMAT}},
+            },
+        }
+    ]
+    path = work_dir / "envoy-props.json"
+    path.write_text(json.dumps(config))
+    proc = harness.Proc(
+        "envoy-props",
+        [str(harness.ENVOY), "-c", str(path), "--concurrency", "1", "--disable-hot-restart", "--file-flush-interval-msec", "100"],
+        work_dir / "envoy-props.log",
+    )
+    try:
+        harness.wait_for_port(admin, proc, timeout=60)
+        harness.wait_for_port(listener.port, proc, timeout=60)
+    except Exception:
+        proc.stop()
+        raise
+    return proc, listener, log
+
+
+def test_apisix_body_properties_are_set_where_bodies_are_read(demo, work_dir):
+    proc, listener, log = start(demo.port, work_dir)
+    base = f"http://127.0.0.1:{listener.port}"
+    try:
+        direct = harness.call_tool(demo.url, "list_users")
+        via = harness.call_tool(f"{base}/mcp", "list_users")  # request and response read
+        listing = harness.post(f"{base}/mcp", harness.jsonrpc("tools/list"))  # request read only
+        other = httpx.get(f"{base}/nothing-here", timeout=10)  # neither
+        deadline = time.monotonic() + 10
+        lines: list[str] = []
+        while len(lines) < 3 and time.monotonic() < deadline:
+            lines = [l for l in log.read_text().splitlines() if l.startswith("[props]")] if log.exists() else []
+            time.sleep(0.1)
+    finally:
+        proc.stop()
+    # The stream still works as on any listener: encoded, never broken.
+    assert via.status_code == 200 and listing.status_code == 200
+    assert via.json()["result"]["content"][0]["text"].startswith(harness.MARKER)
+    assert len(via.content) < len(direct.content)
+    assert lines == [
+        "[props] POST tools/call 200 req=true resp=true",
+        "[props] POST tools/list 200 req=true resp=-",
+        f"[props] GET - {other.status_code} req=- resp=-",
+    ], lines
