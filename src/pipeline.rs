@@ -86,11 +86,7 @@ impl Block {
 
     /// Stage 1, clean: each transform that changed the block is recorded.
     fn clean(&mut self, report: &mut Report) {
-        let cleaned = clean::clean(
-            &self.text,
-            &self.policy.clean,
-            self.policy.toon.min_savings_pct,
-        );
+        let cleaned = clean::clean(&self.text, &self.policy.clean);
         for a in &cleaned.applied {
             report.push(self.applied(a));
         }

@@ -4,11 +4,11 @@
 //! | file                  | shape                                   | expected        |
 //! |-----------------------|-----------------------------------------|-----------------|
 //! | `tabular-list.json`   | JSON-RPC response, pretty JSON users    | cleaned+encoded |
-//! | `paged-envelope.json` | bare CallToolResult, `{items:[..],..}`  | encoded         |
-//! | `stream.sse`          | SSE: progress notification, then table  | encoded         |
+//! | `paged-envelope.json` | bare CallToolResult, `{items:[..],..}`  | cleaned+encoded |
+//! | `stream.sse`          | SSE: progress notification, then table  | cleaned+encoded |
 //! | `nested.json`         | JSON-RPC response, nested config object | cleaned, not_tabular |
 //! | `prose.txt`           | plain text                              | not_json        |
-//! | `page.html`           | an HTML page                            | cleaned (lossy) |
+//! | `page.html`           | an HTML page                            | unchanged; cleaned (lossy) when opted in |
 //! | `error.json`          | JSON-RPC error                          | jsonrpc_error   |
 
 #![allow(
@@ -117,14 +117,15 @@ fn measure_reports_each_payload_with_its_outcome() {
             ("encoded", None),
             true,
         ),
+        // Compacted first (any saving: it is lossless), then TOON.
         (
             "paged-envelope.json",
             "call_tool_result",
-            false,
+            true,
             ("encoded", None),
             true,
         ),
-        ("stream.sse", "sse", false, ("encoded", None), true),
+        ("stream.sse", "sse", true, ("encoded", None), true),
         (
             "nested.json",
             "jsonrpc",
@@ -139,12 +140,13 @@ fn measure_reports_each_payload_with_its_outcome() {
             ("passthrough", Some("not_json")),
             true,
         ),
+        // HTML → Markdown is opt-in: by default the page keeps its bytes.
         (
             "page.html",
             "text",
-            true,
-            ("passthrough", Some("below_min_bytes")),
             false,
+            ("passthrough", Some("not_json")),
+            true,
         ),
     ];
     for (file, kind, cleaned, toon, lossless) in cases {
@@ -414,11 +416,10 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn measure_cleans_by_default() {
-    let dir = payloads();
-    let out = run(&["measure", "--format", "json", dir.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let m: Value = serde_json::from_str(&stdout(&out)).unwrap();
+fn measure_cleans_where_the_configuration_opts_in() {
+    let config = temp("html.json");
+    std::fs::write(&config, r#"{"clean":{"html_to_markdown":true}}"#).unwrap();
+    let m = measure_json(&["--config", config.to_str().unwrap()]);
     let page = &payload(&m, "page.html")["rows"][0];
     let stages: Vec<&str> = page["decisions"]
         .as_array()

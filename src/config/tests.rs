@@ -278,7 +278,10 @@ fn clean_section_defaults_and_refusals() {
     )
     .unwrap();
     let p = s.policy(ServerScope::default(), Some("img"));
-    assert!(p.clean.remove_nulls && !p.clean.strip_base64 && p.clean.html_to_markdown);
+    assert!(p.clean.remove_nulls && !p.clean.strip_base64 && !p.clean.html_to_markdown);
+    // The lossy transforms are opt-in; compaction (lossless) is on.
+    let d = s.policy(ServerScope::default(), None).clean;
+    assert!(!d.html_to_markdown && !d.strip_base64 && !d.collapse_whitespace && d.compact_json);
     assert_eq!(
         (
             p.clean.min_bytes,

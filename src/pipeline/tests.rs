@@ -579,16 +579,23 @@ mod cleaning {
             "<html><body><h1>Title</h1><p>{}</p><ul><li>a</li><li>b</li></ul></body></html>",
             "text ".repeat(150)
         );
+        // Off by default: an HTML file an agent edits keeps every byte.
         let (out, report) = one("{}", "page", &html);
-        assert!(text_of(&out.unwrap()).starts_with("# Title"));
-        assert_eq!(transforms(&report)[0], "html_to_markdown");
+        assert_eq!(out, None, "{report:?}");
+        assert!(transforms(&report).is_empty());
         let (out, report) = one(
-            r#"{"tools":{"page":{"clean":{"html_to_markdown":false,"collapse_whitespace":false}}}}"#,
+            r#"{"tools":{"page":{"clean":{"html_to_markdown":true}}}}"#,
             "page",
             &html,
         );
-        assert_eq!(out, None, "{report:?}");
-        assert!(transforms(&report).is_empty());
+        assert!(text_of(&out.unwrap()).starts_with("# Title"));
+        assert_eq!(transforms(&report)[0], "html_to_markdown");
+        let (out, _) = one(
+            r#"{"clean":{"html_to_markdown":true},"tools":{"page":{"clean":{"html_to_markdown":false}}}}"#,
+            "page",
+            &html,
+        );
+        assert_eq!(out, None);
     }
 
     #[test]

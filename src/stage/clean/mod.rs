@@ -16,12 +16,16 @@
 //! `serde_json::Value`): every token no transform replaces keeps its exact
 //! bytes (key order, duplicate keys, number spellings, escapes), and the
 //! output is compact. A block steps 1–4 changed is sent compact; a block
-//! they left alone is compacted only when that saves the configured share.
-//! A block nothing changed stays byte-identical.
+//! they left alone is compacted whenever that makes it smaller (lossless, so
+//! no threshold: TOON, which competes with the compact text afterwards, has
+//! its own). A block nothing changed stays byte-identical.
+//!
+//! `min_bytes` gates the lossy transforms only; compaction applies to a
+//! JSON block of any size.
 //!
 //! Pipeline use, per `content[]` text block:
 //! ```text
-//! let cleaned = clean(&text, &policy.clean, policy.toon.min_savings_pct);
+//! let cleaned = clean(&text, &policy.clean);
 //! let text = cleaned.text_or(&text);          // then trim, then TOON
 //! // record cleaned.applied (and cleaned.skipped) in the decision record
 //! // last: cap(final_text, policy.clean.max_text_bytes, framing) — see cap
@@ -71,11 +75,15 @@ pub struct CleanSettings {
 
 impl Default for CleanSettings {
     fn default() -> Self {
+        // Only the lossless transform is on by default: an agent copies
+        // what it reads into edits, patches and searches, so by default no
+        // character of content may change (README "What it promises").
+        // The lossy ones are opt-in per server and per tool.
         Self {
-            html_to_markdown: true,
-            strip_base64: true,
+            html_to_markdown: false,
+            strip_base64: false,
             remove_nulls: false,
-            collapse_whitespace: true,
+            collapse_whitespace: false,
             compact_json: true,
             min_bytes: 500,
             base64_min_chars: 256,
@@ -85,6 +93,17 @@ impl Default for CleanSettings {
 }
 
 impl CleanSettings {
+    /// Every transform that changes content off (the others as default).
+    pub fn lossless_only() -> Self {
+        Self {
+            html_to_markdown: false,
+            strip_base64: false,
+            remove_nulls: false,
+            collapse_whitespace: false,
+            ..Self::default()
+        }
+    }
+
     /// Every transform off: [`clean`] returns without looking at the text.
     pub fn all_off(&self) -> bool {
         !(self.html_to_markdown
@@ -175,10 +194,8 @@ impl Cleaned {
     }
 }
 
-/// Cleans one text block. `compact_min_savings_pct` is the share compact
-/// JSON must save to be used on a block nothing else changed (the pipeline
-/// passes `toon.min_savings_pct`, so both lossless rewrites clear one bar).
-pub fn clean(text: &str, s: &CleanSettings, compact_min_savings_pct: u64) -> Cleaned {
+/// Cleans one text block.
+pub fn clean(text: &str, s: &CleanSettings) -> Cleaned {
     if s.all_off() {
         return Cleaned::default();
     }
@@ -186,11 +203,22 @@ pub fn clean(text: &str, s: &CleanSettings, compact_min_savings_pct: u64) -> Cle
     if marker::is_encoded(text) {
         return Cleaned::skipped(Reason::AlreadyEncoded);
     }
-    if text.len() < s.min_bytes {
-        return Cleaned::skipped(Reason::BelowMinBytes);
-    }
+    // Below `min_bytes` only the lossless compaction may run.
+    let small;
+    let s = if text.len() < s.min_bytes {
+        if !s.compact_json {
+            return Cleaned::skipped(Reason::BelowMinBytes);
+        }
+        small = CleanSettings {
+            compact_json: true,
+            ..CleanSettings::lossless_only()
+        };
+        &small
+    } else {
+        s
+    };
     if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
-        clean_json(text, s, compact_min_savings_pct)
+        clean_json(text, s)
     } else {
         clean_text(text, s)
     }
@@ -270,7 +298,7 @@ fn clean_text(text: &str, s: &CleanSettings) -> Cleaned {
 /// removed null member by what it took in the compact text, and what is left
 /// of the difference between input and output is the whitespace compaction
 /// removed.
-fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
+fn clean_json(text: &str, s: &CleanSettings) -> Cleaned {
     let transforms: Vec<Transform> = string_transforms(s).collect();
     let mut savings = vec![0usize; transforms.len()];
     let mut changed = vec![false; transforms.len()];
@@ -319,7 +347,7 @@ fn clean_json(text: &str, s: &CleanSettings, pct: u64) -> Cleaned {
     let out = pass.text;
     if applied.is_empty() {
         // Only the layout would change: that is compaction, on its own terms.
-        if !(s.compact_json && compact::accept(text, &out, pct)) {
+        if !(s.compact_json && compact::accept(text, &out)) {
             return Cleaned::default();
         }
     } else if out.len() > size {

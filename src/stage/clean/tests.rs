@@ -49,9 +49,13 @@ pub(super) fn encode_base64(bytes: &[u8], url_safe: bool) -> String {
     out
 }
 
+/// The lossy string transforms on (they are opt-in), nulls kept.
 fn settings() -> CleanSettings {
     CleanSettings {
         min_bytes: 0,
+        html_to_markdown: true,
+        strip_base64: true,
+        collapse_whitespace: true,
         ..CleanSettings::default()
     }
 }
@@ -86,21 +90,36 @@ fn all_off_is_byte_identical() {
         "<html><body><p>x    y</p></body></html>",
         "{\n  \"a\": null\n}",
     ] {
-        assert_eq!(clean(text, &s, 1), Cleaned::default());
+        assert_eq!(clean(text, &s), Cleaned::default());
     }
 }
 
 #[test]
 fn short_and_encoded_blocks_are_skipped() {
-    let s = CleanSettings::default();
-    let short = "{\n  \"a\":   1\n}";
-    let c = clean(short, &s, 1);
+    let s = CleanSettings {
+        collapse_whitespace: true,
+        compact_json: false,
+        ..CleanSettings::default()
+    };
+    let short = "{\n  \"a\":   \"x   y\"\n}";
+    let c = clean(short, &s);
     assert_eq!((c.text, c.skipped), (None, Some(Reason::BelowMinBytes)));
+    // Compaction is lossless and applies below `min_bytes`; the lossy
+    // transforms still do not.
+    let c = clean(
+        short,
+        &CleanSettings {
+            compact_json: true,
+            ..s.clone()
+        },
+    );
+    assert_eq!(c.text.as_deref(), Some("{\"a\":\"x   y\"}"));
+    assert_eq!(names(&c), vec!["compact_json"]);
     let encoded = format!(
         "[mcp-toon/v1] x\n[2]{{a,b}}:\n  1,   2\n  3,   4{}",
         " ".repeat(600)
     );
-    let c = clean(&encoded, &s, 1);
+    let c = clean(&encoded, &s);
     assert_eq!((c.text, c.skipped), (None, Some(Reason::AlreadyEncoded)));
 }
 
@@ -109,14 +128,15 @@ fn min_bytes_is_inclusive() {
     let text = "a    b";
     let s = CleanSettings {
         min_bytes: text.len(),
+        collapse_whitespace: true,
         ..CleanSettings::default()
     };
-    assert_eq!(clean(text, &s, 1).text.as_deref(), Some("a b"));
+    assert_eq!(clean(text, &s).text.as_deref(), Some("a b"));
     let s = CleanSettings {
         min_bytes: text.len() + 1,
         ..s
     };
-    assert_eq!(clean(text, &s, 1).text, None);
+    assert_eq!(clean(text, &s).text, None);
 }
 
 #[test]
@@ -130,7 +150,7 @@ fn html_page_becomes_markdown_then_loses_its_blobs() {
          <img alt=\"chart\" src=\"data:image/png;base64,{png}\">\
          <pre><code>a    b</code></pre></body></html>"
     );
-    let c = clean(&text, &settings(), 15);
+    let c = clean(&text, &settings());
     let out = c.text.clone().unwrap();
     // The data URI survives conversion as an image link, then goes; the
     // converter already normalised the whitespace.
@@ -156,7 +176,7 @@ fn blobs_go_before_whitespace_is_collapsed() {
         .map(|c| std::str::from_utf8(c).unwrap())
         .collect();
     let text = format!("attachment:    report.pdf\n\n\n\n{}\n", wrapped.join("\n"));
-    let c = clean(&text, &settings(), 15);
+    let c = clean(&text, &settings());
     assert_eq!(
         c.text.as_deref(),
         Some("attachment: report.pdf\n\n<stripped: 601 bytes>\n")
@@ -171,7 +191,7 @@ fn prose_mentioning_tags_is_not_html() {
         "Wrap the title in <b>bold</b> and use a <br> between lines.   {}",
         "More prose here. ".repeat(40)
     );
-    let c = clean(&text, &settings(), 15);
+    let c = clean(&text, &settings());
     assert_eq!(names(&c), ["collapse_whitespace"]);
     assert!(c.text.unwrap().contains("<b>bold</b> and use a <br>"));
 }
@@ -186,7 +206,7 @@ fn html_looking_strings_in_json_are_left_alone() {
         "link": "<https://example.com/a>",
     })
     .to_string();
-    assert_eq!(clean(&text, &settings(), 15), Cleaned::default());
+    assert_eq!(clean(&text, &settings()), Cleaned::default());
 }
 
 #[test]
@@ -198,7 +218,7 @@ fn html_string_values_in_json_are_converted() {
         "title": "<b>not converted</b>",
     })
     .to_string();
-    let c = clean(&text, &settings(), 15);
+    let c = clean(&text, &settings());
     assert_eq!(names(&c), ["html_to_markdown"]);
     assert_eq!(
         c.text.as_deref(),
@@ -215,7 +235,7 @@ fn json_strings_are_cleaned_and_keys_never_are() {
     let text = format!(
         "{{\n  \"a  b\": \"x    y\\n\\n\\n\\nz\",\n  \"image\": \"{blob}\",\n  \"nextPageToken\": \"{blob}\",\n  \"code\": \"```\\nk  =  1\\n```\",\n  \"n\": 1.50\n}}"
     );
-    let c = clean(&text, &settings(), 15);
+    let c = clean(&text, &settings());
     assert_eq!(
         c.text.as_deref(),
         Some(
@@ -235,7 +255,7 @@ fn json_strings_are_cleaned_and_keys_never_are() {
 #[test]
 fn nulls_go_only_when_asked() {
     let text = "{\n  \"id\": 1,\n  \"parent\": null,\n  \"tags\": [null, \"a\"],\n  \"meta\": {\"x\": null}\n}";
-    let off = clean(text, &settings(), 15);
+    let off = clean(text, &settings());
     assert_eq!(names(&off), ["compact_json"]);
     assert_eq!(
         off.text.as_deref(),
@@ -245,7 +265,7 @@ fn nulls_go_only_when_asked() {
         remove_nulls: true,
         ..settings()
     };
-    let on = clean(text, &s, 15);
+    let on = clean(text, &s);
     assert_eq!(names(&on), ["remove_nulls", "compact_json"]);
     assert_eq!(
         on.text.as_deref(),
@@ -264,7 +284,7 @@ fn a_changed_json_block_is_compact_even_with_compact_json_off() {
         compact_json: false,
         ..settings()
     };
-    let c = clean(text, &s, 15);
+    let c = clean(text, &s);
     assert_eq!(c.text.as_deref(), Some(r#"{"id":1}"#));
     assert_eq!(names(&c), ["remove_nulls", "compact_json"]);
     assert_chain(text, &c);
@@ -273,7 +293,7 @@ fn a_changed_json_block_is_compact_even_with_compact_json_off() {
 #[test]
 fn compact_json_keeps_order_numbers_and_unicode_byte_for_byte() {
     let text = "{\n  \"zeta\": 12345678901234567890123,\n  \"alpha\": [1.50, 1e400, -0.0, 2E-7],\n  \"naïve\": \"日本語 😀 \\u00e9\\/\",\n  \"big\": -98765432109876543210.000\n}\n";
-    let c = clean(text, &settings(), 5);
+    let c = clean(text, &settings());
     assert_eq!(
         c.text.as_deref(),
         Some("{\"zeta\":12345678901234567890123,\"alpha\":[1.50,1e400,-0.0,2E-7],\"naïve\":\"日本語 😀 \\u00e9\\/\",\"big\":-98765432109876543210.000}")
@@ -290,7 +310,7 @@ fn re_serialised_json_keeps_number_spellings_and_key_order() {
     // A transform forces serde_json to write the value: numbers still come
     // out as the source spelled them, keys in source order.
     let text = "{\"z\": 12345678901234567890123, \"a\": 1.50, \"e\": 1e400, \"s\": \"x    y\", \"é\": \"ü\"}";
-    let c = clean(text, &settings(), 15);
+    let c = clean(text, &settings());
     assert_eq!(
         c.text.as_deref(),
         Some("{\"z\":12345678901234567890123,\"a\":1.50,\"e\":1e400,\"s\":\"x y\",\"é\":\"ü\"}")
@@ -298,13 +318,13 @@ fn re_serialised_json_keeps_number_spellings_and_key_order() {
 }
 
 #[test]
-fn compaction_needs_the_threshold() {
-    // 26 → 21 bytes: a 19.2 % saving.
+fn compaction_needs_no_threshold() {
+    // `", "` and `": "` separators: 26 → 21 bytes. Lossless, so taken
+    // whatever TOON's `min_savings_pct` says.
     let text = "{\"a\": 1, \"b\": 2, \"c\": [3]}";
     assert_eq!(text.len(), 26);
-    assert_eq!(clean(text, &settings(), 20), Cleaned::default());
     assert_eq!(
-        clean(text, &settings(), 15).text.as_deref(),
+        clean(text, &settings()).text.as_deref(),
         Some("{\"a\":1,\"b\":2,\"c\":[3]}")
     );
 }
@@ -316,7 +336,7 @@ fn compact_json_alone_can_be_off() {
         compact_json: false,
         ..settings()
     };
-    assert_eq!(clean(text, &s, 1), Cleaned::default());
+    assert_eq!(clean(text, &s), Cleaned::default());
 }
 
 #[test]
@@ -327,7 +347,7 @@ fn duplicate_keys_are_kept() {
         remove_nulls: true,
         ..settings()
     };
-    let c = clean(text, &s, 15);
+    let c = clean(text, &s);
     assert_eq!(c.text.as_deref(), Some("{\"a\":\"x y\",\"a\":2}"));
     assert_eq!(
         names(&c),
@@ -339,14 +359,14 @@ fn duplicate_keys_are_kept() {
 #[test]
 fn text_that_only_looks_like_json_is_text() {
     let text = "[INFO]   started\n\n\n[WARN]   slow";
-    let c = clean(text, &settings(), 15);
+    let c = clean(text, &settings());
     assert_eq!(c.text.as_deref(), Some("[INFO] started\n\n[WARN] slow"));
 }
 
 #[test]
 fn markdown_code_fences_keep_their_layout() {
     let text = "Result:   ok\n\n\n```json\n{\n    \"a\":    1\n}\n```\n";
-    let c = clean(text, &settings(), 15);
+    let c = clean(text, &settings());
     assert_eq!(
         c.text.as_deref(),
         Some("Result: ok\n\n```json\n{\n    \"a\":    1\n}\n```\n")
@@ -360,8 +380,8 @@ fn transforms_that_change_nothing_leave_no_record() {
         remove_nulls: true,
         ..settings()
     };
-    assert_eq!(clean(text, &s, 1), Cleaned::default());
-    assert_eq!(clean("plain text\n", &s, 1), Cleaned::default());
+    assert_eq!(clean(text, &s), Cleaned::default());
+    assert_eq!(clean("plain text\n", &s), Cleaned::default());
 }
 
 #[test]
@@ -394,7 +414,9 @@ fn defaults_match_the_issue() {
             d.collapse_whitespace,
             d.compact_json
         ),
-        (true, true, false, true, true)
+        // Only the lossless transform by default (issue 11): nothing an
+        // agent may send back changes.
+        (false, false, false, false, true)
     );
     assert_eq!(
         (d.min_bytes, d.base64_min_chars, d.max_text_bytes),
