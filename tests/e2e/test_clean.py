@@ -3,8 +3,13 @@ JSON document with base64, a pretty-printed table with nulls, an image item)
 called with the official MCP client through Envoy (V8) and mcp-toon, each
 listener with its own clean configuration.
 
-Envoy here is this module's own: the shared one (conftest.py) turns the lossy
-transforms off to pin the TOON spine's byte-identical passthroughs.
+The lossy transforms (HTML → Markdown, base64, whitespace, nulls) are opt-in:
+the `defaults` listener pins that they stay off, the others turn them on the
+way an operator would for web-fetch tools, then override them per tool and
+per server.
+
+Envoy here is this module's own: the shared one (conftest.py) turns compact
+JSON off too, to pin the TOON spine's byte-identical passthroughs.
 """
 
 from __future__ import annotations
@@ -28,14 +33,19 @@ from harness import MARKER, Listener, same_json, split_marker, toon_decode
 NOTICE = re.compile(r"\n\[mcp-toon: cut (\d+) of (\d+) bytes\]\Z")
 CAP = 512
 
+# The lossy transforms an operator turns on for tools that fetch web pages
+# and attachments (they are off by default).
+LOSSY = {"html_to_markdown": True, "strip_base64": True, "collapse_whitespace": True}
+
 LISTENERS = {
-    # Defaults: html_to_markdown, strip_base64, collapse_whitespace and
-    # compact_json on, remove_nulls off.
+    # Defaults: only compact_json (lossless) on.
     "defaults": {"hold_headers": True},
-    "nulls": {"hold_headers": True, "clean": {"remove_nulls": True}},
-    # Per-tool overrides.
+    "lossy": {"hold_headers": True, "clean": LOSSY},
+    "nulls": {"hold_headers": True, "clean": {**LOSSY, "remove_nulls": True}},
+    # Per-tool overrides of the lossy transforms.
     "tools": {
         "hold_headers": True,
+        "clean": LOSSY,
         "tools": {
             "get_attachment": {
                 "clean": {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False, "compact_json": False}
@@ -47,6 +57,7 @@ LISTENERS = {
     # Per-server overrides (the route's cluster), and a tool entry inside one.
     "servers": {
         "hold_headers": True,
+        "clean": LOSSY,
         "servers": [
             {"match": {"cluster": "some_other_cluster"}, "clean": {"remove_nulls": True, "strip_base64": False}},
             {
@@ -56,7 +67,7 @@ LISTENERS = {
             },
         ],
     },
-    "cap": {"hold_headers": True, "clean": {"max_text_bytes": CAP}},
+    "cap": {"hold_headers": True, "clean": {**LOSSY, "max_text_bytes": CAP}},
 }
 
 
@@ -131,12 +142,31 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
+# --- the defaults: no content changes -------------------------------------------------
+
+
+def test_defaults_change_no_character_of_content(demo, clean_envoy):
+    """What an agent may copy back into an edit keeps every byte: the HTML
+    page, the base64 blob and the `data:` URI, the whitespace. Only JSON
+    layout changes (compact JSON, the identical value)."""
+    page = call(demo.url, "fetch_docs_page")
+    via, moved = counted(clean_envoy, clean_envoy.url("defaults"), "fetch_docs_page")
+    assert via.body == page.body
+    assert not any(k.startswith("mcp_toon_clean") for k in moved), moved
+
+    attachment = call(demo.url, "get_attachment")
+    via, moved = counted(clean_envoy, clean_envoy.url("defaults"), "get_attachment")
+    assert via.text == compact(json.loads(attachment.text)) != attachment.text
+    same_json(json.loads(via.text), json.loads(attachment.text))
+    assert [k for k in moved if k.startswith("mcp_toon_clean_")] == ["mcp_toon_clean_compact_json"]
+
+
 # --- HTML → Markdown ------------------------------------------------------------
 
 
 def test_html_page_arrives_as_markdown(demo, clean_envoy):
     direct = call(demo.url, "fetch_docs_page")
-    via, moved = counted(clean_envoy, clean_envoy.url("defaults"), "fetch_docs_page")
+    via, moved = counted(clean_envoy, clean_envoy.url("lossy"), "fetch_docs_page")
     html, md = direct.text, via.text
     assert html.startswith("<!DOCTYPE html>")
 
@@ -163,7 +193,7 @@ def test_html_page_arrives_as_markdown(demo, clean_envoy):
 
 def test_html_to_markdown_off_for_one_tool_keeps_the_html(demo, clean_envoy):
     direct = call(demo.url, "fetch_docs_page")
-    converted = call(clean_envoy.url("defaults"), "fetch_docs_page")
+    converted = call(clean_envoy.url("lossy"), "fetch_docs_page")
     via, moved = counted(clean_envoy, clean_envoy.url("tools"), "fetch_docs_page")
     assert "mcp_toon_clean_html_to_markdown" not in moved
     # Still the page's HTML, only whitespace collapsed (still on).
@@ -183,7 +213,7 @@ def test_html_to_markdown_off_for_one_tool_keeps_the_html(demo, clean_envoy):
 
 def test_base64_blob_and_data_uri_are_stripped_with_their_sizes(demo, clean_envoy):
     direct = call(demo.url, "get_attachment")
-    via, moved = counted(clean_envoy, clean_envoy.url("defaults"), "get_attachment")
+    via, moved = counted(clean_envoy, clean_envoy.url("lossy"), "get_attachment")
     original = json.loads(direct.text)
     blob = base64.b64decode(original["content_base64"])
     thumb = base64.b64decode(original["thumbnail"].split(",", 1)[1])
@@ -218,11 +248,17 @@ def test_server_override_keeps_base64(demo, clean_envoy):
     direct = call(demo.url, "get_attachment")
     via, moved = counted(clean_envoy, clean_envoy.url("servers"), "get_attachment")
     # strip_base64 off for the matching server, the other transforms on:
-    # compacting alone would save less than toon.min_savings_pct of a text
-    # the blob dominates, so nothing changes.
-    assert via.body == direct.body
-    assert not any(k.startswith("mcp_toon_clean") for k in moved), moved
-    assert moved == {"mcp_toon_passthrough_not_tabular": 1}
+    # none finds anything to change, and the lossless compaction (taken
+    # whenever it is smaller) leaves every string as the server sent it.
+    assert via.text == compact(json.loads(direct.text))
+    same_json(json.loads(via.text), json.loads(direct.text))
+    assert moved == {
+        "mcp_toon_cleaned": 1,
+        "mcp_toon_clean_compact_json": 1,
+        "mcp_toon_bytes_before": len(direct.text.encode()),
+        "mcp_toon_bytes_after": len(via.text.encode()),
+        "mcp_toon_passthrough_not_tabular": 1,
+    }
 
 
 # --- nulls, compact JSON and TOON --------------------------------------------------
@@ -289,9 +325,11 @@ def test_image_item_is_untouched_and_the_text_beside_it_is_cleaned(demo, clean_e
     v_item = json.loads(via.body)["result"]["content"][0]
     assert d_item == v_item and d_item["type"] == "image"
     assert json.dumps(d_item["data"]) in via.body.decode()
-    # The same image inline in the text item is stripped, with its size.
-    if listener == "servers":  # strip_base64 off for this server
+    # The same image inline in the text item is stripped, with its size,
+    # where strip_base64 is on.
+    if listener in ("defaults", "servers"):  # off by default, and for this server
         assert via.text == direct.text
+        assert "mcp_toon_clean_strip_base64" not in moved
     else:
         assert via.text == direct.text.replace(f"data:image/png;base64,{d_image.data}", f"<stripped: {len(png)} bytes>")
         assert moved["mcp_toon_clean_strip_base64"] == 1
@@ -301,7 +339,7 @@ def test_image_item_is_untouched_and_the_text_beside_it_is_cleaned(demo, clean_e
 
 
 def test_cap_cuts_plain_text_with_a_notice(demo, clean_envoy):
-    full = call(clean_envoy.url("defaults"), "fetch_docs_page").text
+    full = call(clean_envoy.url("lossy"), "fetch_docs_page").text
     via, moved = counted(clean_envoy, clean_envoy.url("cap"), "fetch_docs_page")
     text = via.text
     assert len(full.encode()) > CAP
@@ -339,7 +377,7 @@ def test_cap_keeps_the_marker_and_whole_toon_lines(demo, clean_envoy):
 
 
 def test_decision_record_names_each_transform(demo, clean_envoy):
-    r = harness.call_tool(clean_envoy.url("defaults"), "get_attachment")
+    r = harness.call_tool(clean_envoy.url("lossy"), "get_attachment")
     assert r.status_code == 200
     summary = r.headers["x-mcp-toon"]
     assert summary.startswith("cleaned=2 "), summary
@@ -347,7 +385,7 @@ def test_decision_record_names_each_transform(demo, clean_envoy):
     def records() -> list[dict[str, Any]]:
         out = []
         for line in clean_envoy.access_log.read_text().splitlines():
-            if line.startswith("[defaults]") and '"tool":"get_attachment"' in line:
+            if line.startswith("[lossy]") and '"tool":"get_attachment"' in line:
                 out.append(json.loads(line[line.index("{"):]))
         return out
 

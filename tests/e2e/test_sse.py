@@ -312,9 +312,10 @@ def test_legacy_transport_encodes_results_on_the_get_stream(legacy_server, legac
     # GET stream knew which tool the id belonged to, from the POST's record
     # in shared data. The shape fallback alone would have encoded it.
     assert text_of(by_tool["search_orders"][1]) == text_of(by_tool["search_orders"][0])
-    # Prose: not encoded (the clean stage only collapses its whitespace).
+    # Prose: not JSON, so neither compacted nor encoded; by default no
+    # transform changes its characters.
     prose_direct, prose_via = (text_of(r) for r in by_tool["describe_project"])
-    assert not prose_via.startswith(MARKER) and prose_via.split() == prose_direct.split()
+    assert prose_via == prose_direct
 
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after if k.startswith("mcp_toon_")}
     assert delta["mcp_toon_encoded"] == 2
@@ -380,12 +381,13 @@ async def raw_legacy_session(base: str, calls: list[tuple[str, dict[str, Any]]])
 
 
 def test_legacy_stream_bytes_outside_results_are_unchanged(legacy_server, legacy_envoy):
-    calls = [("list_users", {"count": 12}), ("get_config", {})]
+    calls = [("list_users", {"count": 12}), ("describe_project", {})]
     direct = anyio.run(raw_legacy_session, legacy_server.base, calls)
     via = anyio.run(raw_legacy_session, legacy_envoy.url("legacy", ""), calls)
     assert len(direct) == len(via) == 4
     session = lambda e: re.sub(rb"session_id=[0-9a-f]+", b"session_id=S", e)  # noqa: E731
-    # endpoint, initialize result, the non-tabular get_config result: as sent.
+    # endpoint, initialize result, the prose describe_project result (no
+    # default transform changes text): as sent.
     assert session(via[0]) == session(direct[0])
     assert via[1] == direct[1]
     assert via[3] == direct[3]
