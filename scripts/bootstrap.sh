@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the build, the tests and the demo need, into the project:
 # Rust targets, a Python virtual environment (.venv) with Envoy and the
-# official MCP SDK, and the TOON reference decoder (npm) for the e2e tests.
+# official MCP SDK, the real MCP servers' own environment (.venv-servers),
+# and the e2e suite's npm packages (tests/e2e/package.json: the TOON
+# reference decoder, Node 22, the official TypeScript MCP client, real MCP
+# servers, supergateway, the MCP conformance suite) plus the conformance
+# suite's reference servers (tests/e2e/conformance/*/).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,13 +75,43 @@ if [ ! -f "$stamp" ] || ! cmp -s "$PY_REQS" "$stamp"; then
   cp "$PY_REQS" "$stamp"
 fi
 
-# --- TOON reference decoder (independent of the Rust crate) -----------------
-if [ ! -d tests/e2e/node_modules/@toon-format/toon ] \
-   || ! cmp -s tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp; then
-  say "npm install in tests/e2e"
-  (cd tests/e2e && npm install --no-audit --no-fund --silent)
-  cp tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp
+# --- Real MCP servers from PyPI, in their own environment -------------------
+# mcp-server-git and mcp-server-time pin their own `mcp`; .venv keeps the
+# SDK version the tests are written against.
+SERVER_REQS=scripts/requirements-servers.txt
+stamp=.venv-servers/.bootstrap-stamp
+if [ ! -x .venv-servers/bin/python ]; then
+  say "creating .venv-servers"
+  python3 -m venv .venv-servers
+fi
+if [ ! -f "$stamp" ] || ! cmp -s "$SERVER_REQS" "$stamp"; then
+  say "pip install -r $SERVER_REQS (into .venv-servers)"
+  .venv-servers/bin/python -m pip install --quiet --disable-pip-version-check -r "$SERVER_REQS"
+  cp "$SERVER_REQS" "$stamp"
 fi
 
+# --- npm: the e2e suite's peers (exact versions, package-lock.json) ---------
+# The TOON reference decoder (independent of the Rust crate), Node 22 (npm
+# `node`: the conformance suite needs Node >= 22; the machine's may be
+# older), the official TypeScript MCP client, server-filesystem,
+# server-memory, supergateway, and the conformance suite 0.1.16 and
+# 0.2.0-alpha.11 (npm aliases, so both install side by side).
+npm_install() {  # folder: npm install there when package-lock.json changed
+  local dir=$1
+  if [ ! -f "$dir/node_modules/.bootstrap-stamp" ] \
+     || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.bootstrap-stamp"; then
+    say "npm install in $dir"
+    (cd "$dir" && npm install --no-audit --no-fund --silent)
+    cp "$dir/package-lock.json" "$dir/node_modules/.bootstrap-stamp"
+  fi
+}
+npm_install tests/e2e
+# The conformance suite's reference servers, each with its own locked
+# dependencies (copied from the suite's repository: see their SOURCE files).
+for dir in tests/e2e/conformance/*/; do
+  npm_install "${dir%/}"
+done
+
 say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
+say "node (e2e peers) $(tests/e2e/node_modules/node/bin/node --version 2>/dev/null || echo '?')"
 say "ready"
