@@ -60,7 +60,7 @@ def port_open(port: int) -> bool:
 class Proc:
     """A child process with its output in a log file; stopped by pid."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None):
+    def __init__(self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None):
         self.name = name
         self.argv = argv
         self.log_path = log_path
@@ -68,7 +68,7 @@ class Proc:
         self._log = open(log_path, "wb")
         self.popen = subprocess.Popen(
             argv,
-            cwd=ROOT,
+            cwd=cwd or ROOT,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
