@@ -5,6 +5,12 @@ o200k_base tokens of the text items. Tokens are counted by the project's own
 CLI (`mcp-toon measure --format json`, built by `make cli`), the same code that
 measures captured payloads.
 
+The plugin runs as an operator would configure it (PLUGIN_CONFIG): the
+defaults — lossless only, nothing an agent may send back changes — for
+every tool, and the lossy clean transforms turned on for the few tools whose
+results an agent reads but never copies back (a fetched web page, an
+attachment, a chart, a log).
+
 Starts the demo server and Envoy on free loopback ports and stops both (by
 pid) before it exits, whatever happens.
 """
@@ -45,7 +51,23 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get_attachment", {}),
     ("inventory_report", {}),
     ("render_chart", {}),
+    ("tail_logs", {}),
 ]
+
+# Per-tool opt-ins of the lossy transforms (README "Recipes"). Every other
+# tool gets the defaults: compact JSON and adaptive TOON, both lossless.
+PLUGIN_CONFIG: dict[str, Any] = {
+    "hold_headers": True,
+    "tools": {
+        # Web fetch: pages and attachments are read, not edited; markup and
+        # inline images cost tokens and carry little.
+        "fetch_docs_page": {"clean": {"html_to_markdown": True, "strip_base64": True}},
+        "get_attachment": {"clean": {"strip_base64": True}},
+        "render_chart": {"clean": {"strip_base64": True}},
+        # Logs: padded columns say nothing an agent needs.
+        "tail_logs": {"clean": {"collapse_whitespace": True}},
+    },
+}
 
 # The measuring CLI (`make cli`); MCP_TOON_CLI points elsewhere.
 CLI = Path(
@@ -135,10 +157,14 @@ def main() -> int:
     try:
         server, port = harness.start_demo_server(work)
         print(f"demo MCP server (official SDK, JSON response mode): http://127.0.0.1:{port}/mcp")
-        listener = harness.Listener("mcp", {"hold_headers": True})
-        envoy = harness.start_envoy([listener], port, work, name="envoy-demo")
+        listener = harness.Listener("mcp", PLUGIN_CONFIG)
+        # The same plugin with no per-tool opt-in: what the opted-in tools
+        # get from the defaults alone.
+        defaults = harness.Listener("defaults", {"hold_headers": True})
+        envoy = harness.start_envoy([listener, defaults], port, work, name="envoy-demo")
         print(f"Envoy {harness.envoy_version()} (V8) with mcp-toon:          http://127.0.0.1:{listener.port}/mcp")
-        print(f"Envoy admin: http://127.0.0.1:{envoy.admin_port}/stats/prometheus   logs: {work}\n")
+        print(f"Envoy admin: http://127.0.0.1:{envoy.admin_port}/stats/prometheus   logs: {work}")
+        print(f"plugin configuration: {json.dumps(PLUGIN_CONFIG)}\n")
 
         rows = []
         for tool, args in CALLS:
@@ -149,8 +175,10 @@ def main() -> int:
             via = anyio.run(call_tools, envoy.url("mcp"), [(tool, args)])[tool]
             after = envoy.prometheus()
             rows.append((tool, direct[tool], via, outcome(via.summary, before, after)))
+        opted_in = {tool: anyio.run(call_tools, envoy.url("defaults"), [(tool, {})])[tool] for tool in PLUGIN_CONFIG["tools"]}
 
         wires = {f"{t}/direct": d for t, d, _, _ in rows} | {f"{t}/via": v for t, _, v, _ in rows}
+        wires |= {f"{t}/defaults": w for t, w in opted_in.items()}
         count_tokens(wires, work)
 
         header = (
@@ -174,6 +202,15 @@ def main() -> int:
         print("export_logs (3 MB) is above max_body_bytes (1 MiB): passed through whole, counted as response_too_large.")
         print("Tokens: o200k_base, of the text items only (render_chart's image item is not text), "
               f"counted by {CLI.relative_to(ROOT) if CLI.is_relative_to(ROOT) else CLI} measure.")
+
+        print("\nThe opted-in tools with the defaults alone (no content changes; JSON only compacted):")
+        direct_of = {t: d for t, d, _, _ in rows}
+        for tool, w in opted_in.items():
+            d = direct_of[tool]
+            print(
+                f"  {tool:<18} text B {d.text_bytes}→{w.text_bytes}   tokens {d.tokens}→{w.tokens} "
+                f"({pct(d.tokens, w.tokens):.1f}% fewer)   {w.summary}"
+            )
 
         sample, original = next((v.text, d.text) for t, d, v, _ in rows if t == "list_users")
         lines = sample.splitlines()

@@ -359,6 +359,24 @@ def inventory_rows(n: int = 24, seed: int = 23) -> list[dict[str, Any]]:
     return rows
 
 
+def service_log(lines: int, seed: int = 29) -> str:
+    """A log as `kubectl logs` shows one: padded columns, a blank line
+    between bursts. The padding carries nothing a reader needs."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(lines):
+        level = rnd.choice(["INFO", "INFO", "INFO", "WARN", "ERROR", "DEBUG"])
+        method, path = rnd.choice([("GET", "/orders"), ("GET", f"/orders/{rnd.randint(1000, 9999)}"), ("POST", "/orders"), ("GET", "/stock")])
+        status = 200 if level in ("INFO", "DEBUG") else rnd.choice([404, 409, 500, 503])
+        out.append(
+            f"2026-11-30T10:{i // 60:02d}:{i % 60:02d}.{rnd.randint(0, 999):03d}Z  {level:<7}  {rnd.choice(['api', 'worker', 'billing']):<10}"
+            f"{method:<6} {path:<22} {status:>5}  {rnd.randint(1, 1500):>6} ms    "
+        )
+        if i % 20 == 19:
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
 def register_clean_tools(mcp: MCPServer) -> None:
     @mcp.tool(description="Fetch a documentation page (HTML).")
     def fetch_docs_page(path: str = "/api/stock/") -> CallToolResult:
@@ -371,6 +389,10 @@ def register_clean_tools(mcp: MCPServer) -> None:
     @mcp.tool(description="Stock per SKU (a pretty-printed JSON table with null fields).")
     def inventory_report() -> CallToolResult:
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(inventory_rows(), indent=2))])
+
+    @mcp.tool(description="The last `lines` lines of the service log (plain text, padded columns).")
+    def tail_logs(lines: int = 80) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=service_log(lines))])
 
     @mcp.tool(description="Render a chart: an image item, and text that embeds the same image.")
     def render_chart() -> CallToolResult:
