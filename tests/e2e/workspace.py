@@ -365,12 +365,14 @@ TIME_CALLS = [
     {"name": "convert_time", "arguments": {"source_timezone": "America/New_York", "time": "09:30", "target_timezone": "Europe/Berlin"}},
 ]
 _INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
+_WEEKDAY = re.compile(r"\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b")
 
 
 def mask_instants(body: str) -> str:
-    """The clock moves between the direct and the proxied call: instants are
-    compared as a placeholder of the same length (the JSON layout stays)."""
-    return _INSTANT.sub(lambda m: "0" * len(m[0]), body)
+    """The clock moves between the direct and the proxied call: instants
+    (and the weekday, which moves at midnight) become placeholders on both
+    sides before they are compared; the JSON layout around them stays."""
+    return _WEEKDAY.sub("WEEKDAY", _INSTANT.sub("INSTANT", body))
 
 
 # --- all four -------------------------------------------------------------------------------
