@@ -39,6 +39,8 @@ CONFIG_CASES = [
     ('{"servers":[{"match":{}}]}', False),
     ('{"unknown_field":true}', False),
     ("not json", False),
+    # HTML → Markdown, like every lossy transform, is opt-in.
+    ('{"clean":{"html_to_markdown":true}}', True),
 ]
 CONFIGS = [c for c, _ in CONFIG_CASES]
 USABLE = [i for i, (_, ok) in enumerate(CONFIG_CASES) if ok]
@@ -249,29 +251,41 @@ def test_process_response_cases_do_what_they_say(host, processors):
         return out, json.loads(out["report"])["decisions"]
 
     out, decisions = run("table-40@config0")
-    assert out["changed"] and out["summary"].startswith("encoded=1")
+    # `", "` separators (Python's json.dumps): compact JSON first (lossless,
+    # taken whenever smaller), then TOON.
+    assert out["changed"] and out["summary"].startswith("cleaned=1 encoded=1")
     text = json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
     assert text.startswith("[mcp-toon/v1] ")
-    assert [d["outcome"] for d in decisions] == ["encoded"]
+    assert [(d["outcome"], d.get("transform")) for d in decisions] == [("cleaned", "compact_json"), ("encoded", None)]
     out, _ = run("table-40@config4")
-    assert not out["changed"] and "mode_off" in out["summary"]
+    # TOON off: the lossless compaction still applies, to the same value.
+    assert out["changed"] and "mode_off" in out["summary"]
+    text = json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    assert text == json.dumps(json.loads(text), separators=(",", ":")) and json.loads(text) == json.loads(table_text(40))
     out, _ = run("table-40@config3")
     assert not out["changed"] and "response_too_large" in out["summary"]
     for name, reason in [("error.json@config0", "jsonrpc_error"), ("is-error@config0", "is_error"),
                          ("invalid-utf8@config0", "invalid_utf8"), ("tools-list-request", "not_tools_call"),
-                         ("text-plain-response", "not_json_response"), ("table-3@config0", "below_min_bytes")]:
+                         ("text-plain-response", "not_json_response")]:
         out, decisions = run(name)
         assert not out["changed"], name
         assert reason in [d.get("reason") for d in decisions], (name, decisions)
+    # Below toon.min_bytes: not encoded, but compacted (lossless, any size).
+    out, decisions = run("table-3@config0")
+    assert out["changed"] and [(d["stage"], d.get("reason")) for d in decisions] == [
+        ("clean", None), ("toon", "below_min_bytes")], decisions
     # Pretty JSON that is no table: compacted by the clean stage, not encoded.
     out, decisions = run("nested.json@config0")
     assert out["changed"] and [(d["stage"], d.get("reason")) for d in decisions] == [
         ("clean", None), ("toon", "not_tabular")], decisions
     out, decisions = run("batch@config0")
-    assert out["changed"] and [d["outcome"] for d in decisions] == ["encoded", "passthrough"]
+    assert out["changed"] and [d["outcome"] for d in decisions] == ["cleaned", "encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
     out, decisions = run("html-page@config0")
+    assert not out["changed"] and bytes(out["body"]) == by_name["html-page@config0"][3], decisions
+    html = CONFIGS.index('{"clean":{"html_to_markdown":true}}')
+    out, decisions = run(f"html-page@config{html}")
     assert out["changed"] and [d["stage"] for d in decisions][:1] == ["clean"], decisions
     assert "<p>" not in json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
     out, decisions = run("prose@config0")
@@ -281,8 +295,8 @@ def test_process_response_cases_do_what_they_say(host, processors):
     trim = CONFIGS.index('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}')
     out, decisions = run(f"with-intent@config{trim}")
     assert out["changed"], decisions
-    assert [d["stage"] for d in decisions] == ["trim", "toon"], decisions
-    assert decisions[0]["outcome"] == "passthrough" and decisions[1]["outcome"] == "encoded"
+    assert [d["stage"] for d in decisions] == ["clean", "trim", "toon"], decisions
+    assert decisions[1]["outcome"] == "passthrough" and decisions[2]["outcome"] == "encoded"
 
 
 def test_toon_encode_and_decode_equal_native(host, cases, native):
