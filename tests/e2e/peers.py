@@ -96,12 +96,14 @@ def start_envoy_for(
     work_dir: Path,
     name: str,
     extra_clusters: list[dict[str, Any]] | None = None,
+    access_log_path: Path | None = None,
+    tweak: Callable[[dict[str, Any]], None] | None = None,
 ) -> harness.Envoy:
     """One Envoy (envoy/envoy.yaml rendered by the harness), one listener per
     entry `name: (upstream port, plugin configuration)`, each routed to its
     own upstream with no route timeout (a session's GET stream lives as long
     as the session). A configuration of None drops the wasm filter: the same
-    Envoy without the plugin."""
+    Envoy without the plugin. `tweak` edits the rendered configuration last."""
     specs = [Listener(n, cfg if cfg is not None else {}, allow_on_headers_stop_iteration=False) for n, (_, cfg) in listeners.items()]
     clusters = [harness.static_cluster(f"upstream_{n}", port) for n, (port, _) in listeners.items()]
 
@@ -114,10 +116,18 @@ def start_envoy_for(
                     route["route"]["timeout"] = "0s"
             if listeners[lst["name"]][1] is None:
                 hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] != "envoy.filters.http.wasm"]
+        if tweak is not None:
+            tweak(config)
 
     first_port = next(iter(listeners.values()))[0]
     return harness.start_envoy(
-        specs, first_port, work_dir, name=name, extra_clusters=clusters + (extra_clusters or []), tweak=route_each
+        specs,
+        first_port,
+        work_dir,
+        name=name,
+        access_log_path=access_log_path,
+        extra_clusters=clusters + (extra_clusters or []),
+        tweak=route_each,
     )
 
 
