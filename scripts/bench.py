@@ -255,7 +255,8 @@ def main() -> None:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     head = f"""# Benchmarks
 
-Written by `make bench` (`scripts/bench.py`); do not edit by hand. Run on
+Written by `make bench` (`scripts/bench.py`; the last section by
+`scripts/bench_real.py`, with its own date and commit); do not edit by hand. Run on
 {datetime.now(timezone.utc).strftime("%Y-%m-%d")} at commit `{commit}`{" (with uncommitted changes)" if dirty else ""}, on {machine()};
 {time.monotonic() - started:.0f} s. The machine was shared with other work, so
 absolute figures vary between runs; each section compares within one run.

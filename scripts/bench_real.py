@@ -21,9 +21,9 @@ Run from the repository root after `make build cli`:
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,39 +76,42 @@ def pct(before: int, after: int) -> str:
 
 def run() -> tuple[list[dict[str, Any]], str]:
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="mcp-toon-bench-real-") as tmp:
-        work = Path(tmp)
-        servers = workspace.start_servers(work)
+    # A fixed folder: file paths appear in the file server's answers, so a
+    # random temporary name would move the token counts from run to run.
+    work = ROOT / "target" / "bench-real"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    servers = workspace.start_servers(work)
+    try:
+        envoy = peers.start_envoy_for({n: (b.port, {}) for n, b in servers.bridged.items()}, work, "envoy-bench-real")
         try:
-            envoy = peers.start_envoy_for({n: (b.port, {}) for n, b in servers.bridged.items()}, work, "envoy-bench-real")
-            try:
-                for server, calls in servers.plans().items():
-                    direct = peers.ts_calls(servers.bridged[server].url, calls)
-                    via = peers.ts_calls(envoy.url(server), calls)
-                    seen: dict[str, int] = {}
-                    for call, d, v in zip(calls, direct["calls"], via["calls"], strict=True):
-                        d_msg, v_msg = peers.wire_message(d.get("contentType"), d["body"]), peers.wire_message(v.get("contentType"), v["body"])
-                        if server == "time":  # the clock moved between the two calls
-                            mask = lambda c: peers.wire_message(c.get("contentType"), workspace.mask_instants(c["body"]))  # noqa: E731
-                            outcomes = peers.compare(mask(d), mask(v))
-                        else:
-                            outcomes = peers.compare(d_msg, v_msg)
-                        name = label(call, servers)
-                        seen[name] = seen.get(name, 0) + 1
-                        rows.append({
-                            "server": server,
-                            "call": name if seen[name] == 1 else f"{name} (call {seen[name]})",
-                            "body": (len(d["body"].encode()), len(v["body"].encode())),
-                            "texts": (texts_of(d_msg), texts_of(v_msg)),
-                            "outcome": ", ".join(outcomes) if outcomes else "no text (image item, unchanged)",
-                        })
-            finally:
-                envoy.stop()
+            for server, calls in servers.plans().items():
+                direct = peers.ts_calls(servers.bridged[server].url, calls)
+                via = peers.ts_calls(envoy.url(server), calls)
+                seen: dict[str, int] = {}
+                for call, d, v in zip(calls, direct["calls"], via["calls"], strict=True):
+                    d_msg, v_msg = peers.wire_message(d.get("contentType"), d["body"]), peers.wire_message(v.get("contentType"), v["body"])
+                    if server == "time":  # the clock moved between the two calls
+                        mask = lambda c: peers.wire_message(c.get("contentType"), workspace.mask_instants(c["body"]))  # noqa: E731
+                        outcomes = peers.compare(mask(d), mask(v))
+                    else:
+                        outcomes = peers.compare(d_msg, v_msg)
+                    name = label(call, servers)
+                    seen[name] = seen.get(name, 0) + 1
+                    rows.append({
+                        "server": server,
+                        "call": name if seen[name] == 1 else f"{name} (call {seen[name]})",
+                        "body": (len(d["body"].encode()), len(v["body"].encode())),
+                        "texts": (texts_of(d_msg), texts_of(v_msg)),
+                        "outcome": ", ".join(outcomes) if outcomes else "no text (image item, unchanged)",
+                    })
         finally:
-            servers.stop()
-        counts = measure.tokens(
-            {f"{i}/{side}": row["texts"][side] for i, row in enumerate(rows) for side in (0, 1)}, work
-        )
+            envoy.stop()
+    finally:
+        servers.stop()
+    counts = measure.tokens(
+        {f"{i}/{side}": row["texts"][side] for i, row in enumerate(rows) for side in (0, 1)}, work
+    )
     for i, row in enumerate(rows):
         row["tokens"] = (counts[f"{i}/0"], counts[f"{i}/1"])
         row["text_bytes"] = tuple(sum(len(t.encode()) for t in row["texts"][side]) for side in (0, 1))
@@ -149,7 +152,8 @@ Servers this project did not write, each a stdio server bridged to Streamable
 HTTP by supergateway {versions["supergateway"]}: `@modelcontextprotocol/server-filesystem`
 {versions["@modelcontextprotocol/server-filesystem"]}, `@modelcontextprotocol/server-memory`
 {versions["@modelcontextprotocol/server-memory"]} (npm), {", ".join(f"`{r}`" for r in servers_reqs)} (PyPI);
-the fixtures of the real-server tier (`tests/e2e/workspace.py`: a project
+the fixtures of the real-server tier (`tests/e2e/workspace.py`, made in
+`target/bench-real/`: a project
 folder with code, HTML, a PEM certificate, JSON files and a log; a git
 repository with indented changes; a knowledge graph). Each call made with the
 official TypeScript client (`@modelcontextprotocol/sdk` {versions["@modelcontextprotocol/sdk"]},
