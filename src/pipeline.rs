@@ -245,11 +245,32 @@ impl Job {
     /// Applies the callout's reply (or its absence), encodes, and returns
     /// the body to send when anything changed.
     pub fn finish(
-        mut self,
+        self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
+        self.finish_keeping_original(settings, reply, report).0
+    }
+
+    /// Bytes of the body as it came.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// The body as it came, for a stream that gives up on this job.
+    pub fn into_original(self) -> Vec<u8> {
+        self.body.into_bytes()
+    }
+
+    /// [`Job::finish`], handing back the original body too when a new one
+    /// replaces it: a host that refuses the new body gets the original.
+    pub fn finish_keeping_original(
+        mut self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        report: &mut Report,
+    ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
@@ -266,12 +287,15 @@ impl Job {
             }
         }
         if self.edits.is_empty() {
-            return Output::Unchanged(self.body.into_bytes());
+            return (Output::Unchanged(self.body.into_bytes()), None);
         }
         let edits = std::mem::take(&mut self.edits);
         match edits.apply(&self.body) {
-            Some(new) => Output::Changed(new.into_bytes()),
-            None => Output::Unchanged(self.body.into_bytes()),
+            Some(new) => (
+                Output::Changed(new.into_bytes()),
+                Some(self.body.into_bytes()),
+            ),
+            None => (Output::Unchanged(self.body.into_bytes()), None),
         }
     }
 }

@@ -13,11 +13,7 @@
 use std::ptr::null_mut;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A host status other than `Ok` (proxy-wasm ABI `WasmResult`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostError(pub u32);
-
-type HostResult<T> = Result<T, HostError>;
+pub use crate::host::{HostError, HostResult};
 
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
@@ -241,6 +237,12 @@ pub fn http_call(
         timeout,
     )
     .map_err(|s| HostError(s as u32))
+}
+
+/// Resumes a paused request (ABI `continue_stream(HttpRequest)`).
+pub fn resume_request() -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_continue_stream(0) })
 }
 
 /// Resumes a paused response (ABI `continue_stream(HttpResponse)`).

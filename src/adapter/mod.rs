@@ -1,6 +1,7 @@
-//! The proxy-wasm adapter: maps Envoy's callbacks onto [`crate::Exchange`]
-//! and performs its plans. No decision about a stream is made here; the
-//! comments say where a host constraint shapes the code.
+//! The proxy-wasm adapter: Envoy's callbacks go to the core's
+//! [`crate::driver::Driver`], and the core's host calls come back through
+//! [`host::Envoy`]. No decision about a stream is made here; the comments
+//! say where a host constraint shapes the code.
 
 mod abi;
 mod host;

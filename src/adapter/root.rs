@@ -8,14 +8,16 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::ContextType;
 
 use super::abi;
-use super::host::Metrics;
+use super::host::{Envoy, Metrics};
 use super::http::Stream;
 use crate::config::Settings;
+use crate::driver::{Driver, Vm};
 
 #[derive(Default)]
 pub struct Root {
     settings: Arc<Settings>,
     metrics: Rc<Metrics>,
+    vm: Rc<Vm>,
 }
 
 impl Context for Root {}
@@ -44,10 +46,12 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Stream::new(
-            Arc::clone(&self.settings),
-            Rc::clone(&self.metrics),
-        )))
+        Some(Box::new(Stream {
+            driver: Driver::new(Arc::clone(&self.settings), Rc::clone(&self.vm)),
+            host: Envoy {
+                metrics: Rc::clone(&self.metrics),
+            },
+        }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
