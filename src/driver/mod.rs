@@ -454,6 +454,11 @@ impl Driver {
                 LogLevel::Debug,
                 &format!("mcp-toon: body write refused ({e:?})"),
             );
+            if let Some(length) = step.content_length.and(self.exchange.announced_length()) {
+                // The body stays as the server sent it, and so its length.
+                let r = host.set_header(Headers::Response, "content-length", &length.to_string());
+                best_effort(host, "restoring content-length", r);
+            }
             if !buffered {
                 // Trailers ended an unfinished message, and the host has no
                 // buffer to write what was held into.
@@ -502,8 +507,7 @@ impl Driver {
                 if !pause && (side.paused || side.trailers_waiting) {
                     side.paused = false;
                     side.trailers_waiting = false;
-                    let r = host.resume(direction);
-                    best_effort(host, "resuming", r);
+                    self.resume(host, direction);
                 }
                 self.settle(host)
             }
@@ -559,10 +563,18 @@ impl Driver {
             return Action::Pause;
         }
         if site == Site::Reply && waiting {
-            let r = host.resume(direction);
-            best_effort(host, "resuming", r);
+            self.resume(host, direction);
         }
         self.settle(host)
+    }
+
+    /// Lets a paused direction go on. A host that refuses leaves the stream
+    /// stopped until its own timeouts: nothing else can move it.
+    fn resume(&mut self, host: &mut dyn Host, direction: Direction) {
+        if let Err(e) = host.resume(direction) {
+            host.log(LogLevel::Warn, &format!("mcp-toon: resume refused ({e:?})"));
+            self.exchange.record(Reason::HostRefused);
+        }
     }
 
     /// After a callback that lets the stream go on: counts what is decided,

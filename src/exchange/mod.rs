@@ -685,7 +685,13 @@ impl Exchange {
                 if self.phase != Phase::Request {
                     return Vec::new();
                 }
-                std::mem::take(&mut self.request_body.bytes)
+                // Bytes only read (not held back) went upstream already.
+                let held = std::mem::take(&mut self.request_body.bytes);
+                if self.rewrites_request() {
+                    held
+                } else {
+                    Vec::new()
+                }
             }
             Direction::Response => {
                 let mut held = std::mem::take(&mut self.response_body.bytes);
@@ -701,6 +707,11 @@ impl Exchange {
         };
         self.phase = Phase::Done;
         held
+    }
+
+    /// The response's `content-length` as the server announced it.
+    pub fn announced_length(&self) -> Option<usize> {
+        self.response_length
     }
 
     pub fn report(&self) -> &Report {

@@ -137,16 +137,7 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         let mut callout = None;
-        loop {
-            let Some(state) = self.stream.as_mut() else {
-                break;
-            };
-            if state.pending.is_some() {
-                break;
-            }
-            let Some(unit) = state.queue.pop_front() else {
-                break;
-            };
+        while let Some(unit) = self.next_unit() {
             match unit {
                 Unit::Passthrough { bytes, reason } => {
                     match reason {
@@ -184,6 +175,15 @@ impl Exchange {
             Some(request) => step.with_callout(request),
             None => step,
         }
+    }
+
+    /// The next queued unit, unless a callout holds the queue.
+    fn next_unit(&mut self) -> Option<Unit> {
+        let state = self.stream.as_mut()?;
+        if state.pending.is_some() {
+            return None;
+        }
+        state.queue.pop_front()
     }
 
     /// One complete event through the pipeline. Only `message` events whose

@@ -19,11 +19,15 @@ The cases come from a JSON file written by the test:
                                             or reset the stream (HTTP/2)
                 "pause_ms": 0,              wait this long before the last
                                             part (trailers, or the cut)
+                "release": false,           after the body, wait until
+                                            `POST /_release/<name>`, then
+                                            send "tail_b64" and end
                 "echo": false}}             answer with what was received
 
 `POST /<anything>/<name>` answers with case <name>. An `echo` case answers a
 JSON-RPC result whose text is `{"body_b64": ..., "trailers": [...]}`, the
-request body and trailer fields exactly as they arrived.
+request body and trailer fields exactly as they arrived. `release` (HTTP/1.1)
+lets a test see what reached the client while the upstream sends nothing.
 
 Run: python misbehaving_server.py PORT CASES.json
 """
@@ -43,6 +47,14 @@ import h2.errors
 import h2.events
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+RELEASES: dict[str, threading.Event] = {}
+RELEASES_LOCK = threading.Lock()
+
+
+def release_event(name: str) -> threading.Event:
+    with RELEASES_LOCK:
+        return RELEASES.setdefault(name, threading.Event())
 
 
 def echo_body(body: bytes, trailers: list[tuple[str, str]]) -> bytes:
@@ -123,7 +135,12 @@ def serve_http1(conn: socket.socket, buf: bytes, cases: dict) -> None:
         if got is None:
             return
         target, request, request_trailers = got
-        case = cases.get(target.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+        name = target.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        if target.startswith("/_release/"):
+            release_event(name).set()
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+            continue
+        case = cases.get(name)
         if case is None:
             conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
             continue
@@ -148,6 +165,13 @@ def serve_http1(conn: socket.socket, buf: bytes, cases: dict) -> None:
         if cut is not None:
             conn.shutdown(socket.SHUT_RDWR)
             return
+        if case.get("release"):
+            event = release_event(name)
+            event.wait(30)
+            event.clear()
+            tail = base64.b64decode(case.get("tail_b64", ""))
+            if tail:
+                conn.sendall(b"%x\r\n%s\r\n" % (len(tail), tail) if chunked else tail)
         if chunked:
             fields = "".join(f"{n}: {v}\r\n" for n, v in trailers)
             conn.sendall(b"0\r\n" + fields.encode() + b"\r\n")

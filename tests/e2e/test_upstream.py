@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import harness
@@ -63,6 +64,8 @@ CASES = {
     # and its trailers arrive.
     "sse_trim_trailers": case(SSE + b"data: " + PROGRESS + b"\n\n", "text/event-stream", framing="chunked", trailers=TRAILERS, chunk=len(SSE)),
     "echo": {"content_type": "application/json", "echo": True, "framing": "chunked"},
+    # The result, then nothing until the test releases the rest.
+    "sse_idle": case(SSE, "text/event-stream", framing="chunked", release=True, tail_b64=base64.b64encode(b"data: " + PROGRESS + b"\n\n").decode()),
 }
 
 TRIM = {"enabled": True, "cluster": "llm", "threshold_bytes": 200, "timeout_ms": 5000}
@@ -307,6 +310,30 @@ def test_request_ending_with_trailers_reaches_the_server_without_the_intent(envo
     del expected["params"]["arguments"]["expected_info"]
     assert reached == expected
     assert got["trailers"] == [["x-request-digest", "abc"]]
+
+
+def test_a_trimmed_sse_result_goes_out_when_the_reply_comes(envoy, upstream):
+    """Issue 13: the trim reply must not wait for the next upstream byte,
+    which on a long-lived stream may never come. The upstream sends the
+    result and then nothing until the client has read the trimmed result;
+    a plugin that waited for more upstream bytes would leave this client
+    reading until its timeout."""
+    body = call("id=3 [stub:slow=0.2]")
+    url = f"http://127.0.0.1:{envoy.listeners['trim'].port}/mcp/sse_idle"
+    with httpx.Client(timeout=15) as client, client.stream("POST", url, content=body, headers=HEADERS) as r:
+        chunks = r.iter_raw()
+        got = b""
+        for chunk in chunks:
+            got += chunk
+            if len(events(got)) == 2:
+                break
+        progress, message = events(got)
+        assert progress == b"data: " + PROGRESS
+        trimmed = json.loads(message.removeprefix(b"event: message\ndata: "))
+        assert json.loads(trimmed["result"]["content"][0]["text"]) == [ROWS[3]]
+        httpx.post(f"http://127.0.0.1:{upstream}/_release/sse_idle", timeout=10)
+        rest = b"".join(chunks)
+    assert got + rest == b"".join(e + b"\n\n" for e in [progress, message, b"data: " + PROGRESS])
 
 
 # --- bodies cut short -----------------------------------------------------------------
