@@ -1,5 +1,6 @@
 //! The one place that orders the stages. A response body goes in; the body
-//! to send (or `None`: send the original bytes) and the decisions come out.
+//! to send ([`Output`]: changed, or the original bytes) and the decisions
+//! come out.
 //!
 //! Data path, per response body (one JSON-RPC message or a batch):
 //! 1. pair each message with its request; only `tools/call` results are
@@ -18,8 +19,9 @@ use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Mode, Policy, ServerScope, Settings, MARKER_PREFIX};
+use crate::config::{Mode, Policy, ServerScope, Settings};
 use crate::intent;
+use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};

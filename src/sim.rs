@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
+use crate::driver::{Call, MemoryHost};
 use crate::driver::{Driver, Vm};
-use crate::host::{Call, Direction, MemoryHost};
+use crate::host::Direction;
 use crate::report::Report;
 
 /// What the client and the server saw.

@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::convert;
+use crate::driver::MemoryHost;
 use crate::driver::{Driver, Vm};
-use crate::host::{Direction, MemoryHost};
+use crate::host::Direction;
 use crate::report::Report;
 
 /// What one exchange came to: the body to send, whether it changed, and the

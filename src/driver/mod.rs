@@ -26,6 +26,7 @@
 //!   message with no buffer to write into, a stream reset while bytes are
 //!   held) is counted (`lost_at_trailers`, `lost_at_reset`).
 
+mod memory;
 mod side;
 
 use std::cell::Cell;
@@ -33,6 +34,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+pub use memory::{Call, MemoryHost};
 use side::{Side, Site};
 
 use crate::callout::LlmReply;

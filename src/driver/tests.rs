@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::host::Call;
+use crate::driver::Call;
 use crate::outcome::{Outcome, Reason};
 use crate::sim::{Script, Transcript};
 

@@ -17,9 +17,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+use super::Driver;
 use crate::callout::{LlmReply, LlmRequest};
-use crate::driver::Driver;
+use crate::host::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
 
 /// The host calls, for refusing some of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -127,7 +127,3 @@ pub trait Host {
     fn memory_bytes(&self) -> usize;
     fn log(&self, level: LogLevel, message: &str);
 }
-
-mod memory;
-
-pub use memory::{Call, MemoryHost};
