@@ -151,6 +151,12 @@ def failures(request) -> Callable[[str], Failures]:
     return lambda family: Failures(f"{request.node.name} {family}".strip())
 
 
+def pytest_terminal_summary(terminalreporter):
+    import host
+
+    terminalreporter.write_line(f"wasm tier: {host.played} streams played through {WASM}")
+
+
 def pytest_make_parametrize_id(config, val, argname):
     if isinstance(val, Exchange):
         return val.name

@@ -86,6 +86,9 @@ STREAM_REQUEST, STREAM_RESPONSE, STREAM_DOWNSTREAM, STREAM_UPSTREAM = 0, 1, 2, 3
 
 ROOT_ID = 1
 
+# Streams played in this process (the run's scale, printed at the end).
+played = 0
+
 Pairs = list[tuple[str, str]]
 
 
@@ -255,7 +258,6 @@ class Vm:
         self.calls: list[Call] = []
         self.counts: dict[str, int] = {}
         self.logs: list[tuple[int, str]] = []
-        self.stdio = bytearray()
         self.unexpected: list[str] = []
         self.shared: dict[bytes, tuple[bytes, int]] = {}
         self.metrics: dict[int, tuple[int, str, int]] = {}  # id -> (type, name, value)
@@ -278,10 +280,10 @@ class Vm:
         self.call_response: Optional[Reply] = None
 
         self.store = wasmtime.Store(engine)
-        wasi = wasmtime.WasiConfig()
-        wasi.stdout_custom = self._stdio
-        wasi.stderr_custom = self._stdio
-        self.store.set_wasi(wasi)
+        # No stdio: the SDK's panic hook reports through proxy_log, and
+        # custom WASI output streams made libwasmtime spawn tokio threads
+        # that abort the interpreter at exit.
+        self.store.set_wasi(wasmtime.WasiConfig())
         linker = wasmtime.Linker(engine)
         linker.define_wasi()
         for imp in module.imports:
@@ -313,14 +315,8 @@ class Vm:
         finally:
             self.configuring = False
 
-    def stream(self) -> "Stream":
-        return Stream(self)
-
     def memory_bytes(self) -> int:
         return self.memory.data_len(self.store)
-
-    def _stdio(self, data: bytes) -> None:
-        self.stdio += data
 
     def _invoke(self, export: str, context: Optional[int], callback: str, *args: int):
         """Calls an export with `context` active; runs Envoy's deferred
@@ -1046,6 +1042,8 @@ def play(vm: Vm, script: list[tuple], *, reentrant_resume: bool = False, settle:
     504), then the stream is closed (as Envoy does once both directions
     ended, or when its idle timeout fires on a stalled one). A trap ends
     the script; `Outcome.trap` says where."""
+    global played
+    played += 1
     s = Stream(vm, reentrant_resume=reentrant_resume)
     try:
         for event in script:
