@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 
 use super::abi::{self, Buffer, Headers as Map};
+use super::exports::CALLOUTS;
 use crate::callout::LlmRequest;
 use crate::driver::{HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::host::{Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
@@ -39,8 +40,28 @@ impl Metrics {
     }
 }
 
+/// One stream's view of Envoy.
 pub struct Envoy {
-    pub metrics: Rc<Metrics>,
+    /// The stream's context id: a callout's reply finds its way back by it.
+    id: u32,
+    metrics: Rc<Metrics>,
+    /// A resume the driver asked for, made once its callback returned
+    /// (`exports.rs` says why).
+    resume: Option<Direction>,
+}
+
+impl Envoy {
+    pub fn new(id: u32, metrics: Rc<Metrics>) -> Self {
+        Self {
+            id,
+            metrics,
+            resume: None,
+        }
+    }
+
+    pub fn take_resume(&mut self) -> Option<Direction> {
+        self.resume.take()
+    }
 }
 
 fn map(h: Headers) -> Map {
@@ -72,8 +93,9 @@ impl Host for Envoy {
         abi::set_header(map(h), name, None)
     }
 
+    /// `NotFound`: the host has no such buffer now — not an empty one.
     fn body(&self, b: Body, start: usize, len: usize) -> HostResult<Vec<u8>> {
-        abi::get_buffer(buffer(b), start, len).map(Option::unwrap_or_default)
+        abi::get_buffer(buffer(b), start, len)?.ok_or(NOT_FOUND)
     }
 
     /// Always from offset 0: Envoy drains `size` bytes, then prepends.
@@ -96,14 +118,15 @@ impl Host for Envoy {
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
         let timeout = Duration::from_millis(call.timeout_ms);
-        abi::http_call(&call.cluster, &headers, &call.body, timeout).map(|_token| ())
+        let token = abi::http_call(&call.cluster, &headers, &call.body, timeout)?;
+        CALLOUTS.with(|c| c.borrow_mut().insert(token, self.id));
+        Ok(())
     }
 
+    /// Deferred to the end of the callback, as Envoy defers its own.
     fn resume(&mut self, direction: Direction) -> HostResult<()> {
-        match direction {
-            Direction::Request => abi::resume_request(),
-            Direction::Response => abi::resume_response(),
-        }
+        self.resume = Some(direction);
+        Ok(())
     }
 
     fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>> {
@@ -133,10 +156,12 @@ impl Host for Envoy {
     }
 
     fn log(&self, level: LogLevel, message: &str) {
-        match level {
-            LogLevel::Debug => log::debug!("{message}"),
-            LogLevel::Info => log::info!("{message}"),
-            LogLevel::Warn => log::warn!("{message}"),
-        }
+        let level = match level {
+            LogLevel::Debug => abi::Level::Debug,
+            LogLevel::Info => abi::Level::Info,
+            LogLevel::Warn => abi::Level::Warn,
+        };
+        // A line the host refuses has nowhere else to go.
+        abi::log(level, message).ok();
     }
 }

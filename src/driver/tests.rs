@@ -238,3 +238,31 @@ proptest! {
         }
     }
 }
+
+/// A response that starts before the request ended (HTTP/2: the end may
+/// come in a frame of its own): the request bytes trim held back go
+/// upstream first, as they came, with the rest of the request.
+#[test]
+fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
+    use std::rc::Rc;
+
+    use crate::driver::{Driver, MemoryHost, Vm};
+    use crate::host::Direction;
+
+    let mut driver = Driver::new(
+        settings(r#"{"trim":{"enabled":true,"threshold_bytes":10}}"#),
+        Rc::new(Vm::default()),
+    );
+    let mut host = MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    host.headers(&mut driver, Direction::Request, false);
+    let (a, b) = CALL.split_at(30);
+    host.body(&mut driver, Direction::Request, a, false);
+    assert!(host.sent(Direction::Request).is_empty(), "held back");
+    host.respond(&[(":status", "200"), ("content-type", "application/json")]);
+    host.headers(&mut driver, Direction::Response, false);
+    host.body(&mut driver, Direction::Request, b, true);
+    assert_eq!(host.sent(Direction::Request), CALL);
+}

@@ -14,20 +14,23 @@
 //! - the long-lived GET stream of the 2024-11-05 HTTP+SSE transport, whose
 //!   requests arrive as POSTs on other streams ([`session`]).
 
+mod collect;
+mod json;
+mod request;
 mod session;
 mod stream;
 
 use std::sync::Arc;
 
+use collect::Collected;
 pub use session::{NoSessions, SessionStore};
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::host::Direction;
-use crate::json::{EndScanner, Progress};
-use crate::mcp::{self, RequestInfo};
+use crate::mcp::RequestInfo;
 use crate::outcome::Reason;
-use crate::pipeline::{self, Job, Output};
+use crate::pipeline::Job;
 use crate::report::{Decision, Report};
 
 /// Most decisions a stream's record keeps; older ones are counted in
@@ -202,67 +205,6 @@ pub struct Exchange {
     report: Report,
 }
 
-/// Body bytes the core keeps while it reads a JSON body, and where the
-/// body's value ends. Envoy appends each chunk to its own buffer before
-/// calling the plugin and resets the stream when that buffer passes
-/// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
-/// chunk landing on top. So the core takes every chunk out of Envoy's
-/// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
-#[derive(Debug, Default)]
-struct Collected {
-    bytes: Vec<u8>,
-    seen: usize,
-    end: EndScanner,
-}
-
-/// How a chunk leaves a body being collected.
-enum Collecting {
-    /// More to come.
-    Open,
-    /// The JSON value closed (or the stream ended): the body, and the bytes
-    /// after its value in the chunk.
-    Closed(Vec<u8>, Vec<u8>),
-    /// Past `max_body_bytes`.
-    TooLarge,
-    /// Not one JSON object or array.
-    NotOneValue,
-}
-
-impl Collected {
-    /// Adds a chunk; on `Open` the chunk is kept.
-    fn push(&mut self, chunk: &[u8], end_of_stream: bool, max: usize) -> Collecting {
-        self.seen = self.seen.saturating_add(chunk.len());
-        let (progress, closed_at) = self.end.feed(chunk);
-        match (progress, closed_at) {
-            (Progress::Invalid, _) => Collecting::NotOneValue,
-            // Closed within the limit: the value may end before the chunk
-            // that passes it.
-            (Progress::Closed, Some(at)) if self.seen - (chunk.len() - at) <= max => {
-                let (value, rest) = chunk.split_at(at);
-                let mut body = std::mem::take(&mut self.bytes);
-                body.extend_from_slice(value);
-                Collecting::Closed(body, rest.to_vec())
-            }
-            _ if self.seen > max => Collecting::TooLarge,
-            (Progress::Open, _) if end_of_stream => {
-                // Ended inside the value: the parse will refuse it.
-                Collecting::Closed(self.take_with(chunk), Vec::new())
-            }
-            _ => {
-                self.bytes.extend_from_slice(chunk);
-                Collecting::Open
-            }
-        }
-    }
-
-    /// Everything kept, then `chunk`.
-    fn take_with(&mut self, chunk: &[u8]) -> Vec<u8> {
-        let mut all = std::mem::take(&mut self.bytes);
-        all.extend_from_slice(chunk);
-        all
-    }
-}
-
 impl Exchange {
     pub fn new(settings: Arc<Settings>) -> Self {
         Self {
@@ -287,172 +229,6 @@ impl Exchange {
     fn pass_through(&mut self, reason: Reason) {
         self.report.push(Decision::response(reason));
         self.phase = Phase::Done;
-    }
-
-    /// Streamable HTTP: every client message is a POST with a JSON body.
-    /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
-    pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
-        self.scope = self.settings.server_for(head.stream);
-        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
-        let accepts_sse = head
-            .accept
-            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
-        if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
-            self.legacy = true;
-            self.phase = Phase::Interested;
-            return RequestPlan::default();
-        }
-        if !head.method.eq_ignore_ascii_case("POST")
-            || !is(head.content_type, "application/json")
-            || head.end_of_stream
-        {
-            self.pass_through(Reason::RequestNotJsonRpc);
-            return RequestPlan::default();
-        }
-        self.session_of(head.path);
-        RequestPlan {
-            strip_accept_encoding: self.settings.strip_accept_encoding,
-            read_body: true,
-            remove_content_length: self.strips_intent(),
-        }
-    }
-
-    /// The request's `content-length` could not be removed: its body must
-    /// keep its length, so it is read but never rewritten.
-    pub fn request_keeps_length(&mut self) {
-        self.request_body_fixed = true;
-    }
-
-    /// One chunk of the request body. The request is only rewritten when
-    /// the intent argument may need to come out; otherwise every chunk goes
-    /// upstream at once and the core keeps a copy. The body is complete at
-    /// the end of its JSON value, which may come before the end of the
-    /// stream (a body followed by trailers).
-    pub fn request_chunk(
-        &mut self,
-        chunk: &[u8],
-        end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
-    ) -> Step {
-        if self.phase != Phase::Request {
-            return Step::input();
-        }
-        let rewrites = self.rewrites_request();
-        let swallowed = rewrites && !self.request_body.bytes.is_empty();
-        let max = self.settings.max_body_bytes;
-        match self.request_body.push(chunk, end_of_stream, max) {
-            Collecting::Open if rewrites => Step::swallow(Flow::Continue),
-            Collecting::Open => Step::input(),
-            Collecting::TooLarge | Collecting::NotOneValue => {
-                let reason = if self.request_body.seen > max {
-                    Reason::RequestTooLarge
-                } else {
-                    Reason::RequestNotJsonRpc
-                };
-                self.pass_through(reason);
-                let body = self.request_body.take_with(chunk);
-                if swallowed {
-                    Step::send(body)
-                } else {
-                    Step::input()
-                }
-            }
-            Collecting::Closed(body, rest) => {
-                let new = self.request_complete(&body, sessions);
-                match new {
-                    Some(mut new) if rewrites => {
-                        new.extend_from_slice(&rest);
-                        let mut original = body;
-                        original.extend_from_slice(&rest);
-                        Step::new(
-                            Out::Bytes {
-                                bytes: new,
-                                original: Some(original),
-                            },
-                            Flow::Continue,
-                        )
-                    }
-                    _ if swallowed => {
-                        let mut all = body;
-                        all.extend_from_slice(&rest);
-                        Step::send(all)
-                    }
-                    _ => Step::input(),
-                }
-            }
-        }
-    }
-
-    /// Request trailers arrived: the body ended without a last chunk.
-    pub fn request_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
-        if self.phase != Phase::Request {
-            return Step::input();
-        }
-        self.request_chunk(&[], true, sessions)
-    }
-
-    fn strips_intent(&self) -> bool {
-        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
-    }
-
-    fn rewrites_request(&self) -> bool {
-        self.strips_intent() && !self.request_body_fixed
-    }
-
-    /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of `tools/call` arguments).
-    fn request_complete(
-        &mut self,
-        body: &[u8],
-        sessions: &mut dyn SessionStore,
-    ) -> Option<Vec<u8>> {
-        let arg = self
-            .settings
-            .trim_anywhere()
-            .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
-            self.pass_through(Reason::RequestNotJsonRpc);
-            return None;
-        };
-        let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
-            std::str::from_utf8(body)
-                .ok()
-                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
-                .map(String::into_bytes)
-        } else {
-            None
-        };
-        self.remember_calls(&info, sessions);
-        let wanted = info.has_method(mcp::TOOLS_CALL)
-            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
-        if wanted {
-            self.request = info;
-            self.phase = Phase::Interested;
-        } else {
-            self.pass_through(Reason::NotToolsCall);
-        }
-        rewritten
-    }
-
-    /// The response began before the request body ended. A server may
-    /// answer as soon as it has read what it needs: over HTTP/2 a client
-    /// can send the end of its stream in a frame of its own, after the body
-    /// reached the server. What was kept of the request decides when it is
-    /// a whole JSON-RPC message (any byte after a whole JSON value would
-    /// make the request invalid anyway); otherwise the stream passes.
-    /// Call before [`Exchange::response_headers`]; a no-op once the
-    /// request ended.
-    pub fn response_started(&mut self, sessions: &mut dyn SessionStore) {
-        if self.phase != Phase::Request {
-            return;
-        }
-        let body = std::mem::take(&mut self.request_body.bytes);
-        // A rewrite of the body could no longer go upstream, and need not:
-        // a body the core forwards as it comes has reached the server; one
-        // it holds back (trim strips the intent argument) has not, so the
-        // server answered without it and the request is over.
-        self.request_body_fixed = true;
-        self.request_complete(&body, sessions);
     }
 
     pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
@@ -549,68 +325,6 @@ impl Exchange {
         }
     }
 
-    fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
-        let kept = !self.response_body.bytes.is_empty();
-        let max = self.settings.max_body_bytes;
-        match self.response_body.push(chunk, end_of_stream, max) {
-            // Continue on an emptied buffer: a paused body makes Envoy hold
-            // the final replacement against its buffer limit. Held headers
-            // must pause.
-            Collecting::Open => Step::swallow(if self.hold_headers {
-                Flow::Pause
-            } else {
-                Flow::Continue
-            }),
-            Collecting::TooLarge | Collecting::NotOneValue => {
-                let reason = if self.response_body.seen > max {
-                    Reason::ResponseTooLarge
-                } else {
-                    Reason::MalformedResponse
-                };
-                // What was taken out goes back in front of this chunk,
-                // unchanged.
-                self.pass_through(reason);
-                let body = self.response_body.take_with(chunk);
-                let mut step = if kept {
-                    Step::send(body)
-                } else {
-                    Step::input()
-                };
-                step.content_length = self.final_length(None);
-                step
-            }
-            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept),
-        }
-    }
-
-    /// The whole JSON value is in: run the stages. `after`: the bytes that
-    /// followed the value in its last chunk (whitespace). `one_chunk`: the
-    /// body and `after` are exactly the chunk at hand.
-    fn json_end(&mut self, body: Vec<u8>, after: Vec<u8>, one_chunk: bool) -> Step {
-        self.phase = Phase::Done;
-        match pipeline::start(
-            &self.settings,
-            self.scope,
-            &self.request,
-            body,
-            &mut self.report,
-        ) {
-            Err(_) if one_chunk => self.unchanged_chunk(),
-            Err(original) => self.final_body(Output::Unchanged(original), None, after),
-            Ok(job) => match job.callout().cloned() {
-                // Everything waits for the reply, which sends the body.
-                Some(request) => {
-                    self.job = Some((job, after));
-                    Step::swallow(Flow::Pause).with_callout(request)
-                }
-                None => match job.finish_keeping_original(&self.settings, None, &mut self.report) {
-                    (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
-                    (out, original) => self.final_body(out, original, after),
-                },
-            },
-        }
-    }
-
     /// Response trailers arrived: the body ended without a last chunk.
     pub fn response_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
         if self.job.is_some() {
@@ -621,45 +335,6 @@ impl Exchange {
             Phase::Streaming => self.stream_chunk(&[], true, sessions),
             _ => Step::input(),
         }
-    }
-
-    /// The last step of a JSON body: everything the core took out goes
-    /// back, changed or not, then the bytes after the value.
-    fn final_body(&self, out: Output, original: Option<Vec<u8>>, after: Vec<u8>) -> Step {
-        let (mut bytes, mut original) = match out {
-            Output::Changed(b) => (b, original),
-            Output::Unchanged(b) => (b, None),
-        };
-        bytes.extend_from_slice(&after);
-        if let Some(o) = original.as_mut() {
-            o.extend_from_slice(&after);
-        }
-        let length = bytes.len();
-        Step {
-            out: Out::Bytes { bytes, original },
-            content_length: self.final_length(Some(length)),
-            flow: Flow::Continue,
-            callout: None,
-        }
-    }
-
-    /// A body that came in one chunk goes on as it came.
-    fn unchanged_chunk(&self) -> Step {
-        let mut step = Step::input();
-        step.content_length = self.final_length(None);
-        step
-    }
-
-    /// With held headers, the `content-length` the response goes out with:
-    /// `sent` bytes now (none: the server's length stands), then what the
-    /// server has still to send.
-    fn final_length(&self, sent: Option<usize>) -> Option<usize> {
-        if !self.hold_headers {
-            return None;
-        }
-        let announced = self.response_length?;
-        let remaining = announced.saturating_sub(self.response_body.seen);
-        Some(sent.map_or(announced, |n| n.saturating_add(remaining)))
     }
 
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
