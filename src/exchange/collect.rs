@@ -12,6 +12,11 @@ use crate::json::{EndScanner, Progress};
 pub(super) struct Collected {
     pub(super) bytes: Vec<u8>,
     pub(super) seen: usize,
+    /// The body's announced `content-length`: it ends after that many
+    /// bytes, with no need to look at them. Without one (a chunked body,
+    /// the only kind HTTP/1.1 ends with trailers) the scanner finds the
+    /// end, at about the cost of a parse.
+    length: Option<usize>,
     end: EndScanner,
 }
 
@@ -29,9 +34,26 @@ pub(super) enum Collecting {
 }
 
 impl Collected {
+    /// The body announced its length.
+    pub(super) fn expect(&mut self, length: Option<usize>) {
+        self.length = length;
+    }
+
     /// Adds a chunk; on `Open` the chunk is kept.
     pub(super) fn push(&mut self, chunk: &[u8], end_of_stream: bool, max: usize) -> Collecting {
         self.seen = self.seen.saturating_add(chunk.len());
+        if let Some(length) = self.length {
+            return match () {
+                _ if self.seen > max => Collecting::TooLarge,
+                _ if self.seen >= length || end_of_stream => {
+                    Collecting::Closed(self.take_with(chunk), Vec::new())
+                }
+                _ => {
+                    self.bytes.extend_from_slice(chunk);
+                    Collecting::Open
+                }
+            };
+        }
         let (progress, closed_at) = self.end.feed(chunk);
         match (progress, closed_at) {
             (Progress::Invalid, _) => Collecting::NotOneValue,

@@ -287,6 +287,7 @@ impl Exchange {
         }
         self.phase = Phase::Buffering;
         self.response_length = head.content_length;
+        self.response_body.expect(head.content_length);
         // Hold only a body of known length the core will buffer whole: it
         // then ends in one rewrite. A body of unknown length may end past
         // `max_body_bytes`, and held headers would keep a stale length.
