@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mcp_toon::config::StreamInfo;
-use mcp_toon::exchange::{NoSessions, RequestHead, ResponseHead};
+use mcp_toon::exchange::{NoSessions, Out, RequestHead, ResponseHead};
 use mcp_toon::{Exchange, Settings};
 
 struct Counting;
@@ -133,7 +133,10 @@ fn run(settings: &Arc<Settings>, response: &[u8]) -> (usize, usize) {
     let chunks: Vec<&[u8]> = response.chunks(16 * 1024).collect();
     for (i, chunk) in chunks.iter().enumerate() {
         let step = e.response_chunk(chunk, i + 1 == chunks.len(), &mut NoSessions);
-        sent += step.body.as_ref().map_or(0, Vec::len);
+        sent += match &step.out {
+            Out::Input => chunk.len(),
+            Out::Bytes { bytes, .. } => bytes.len(),
+        };
     }
     let peak = PEAK.load(Ordering::Relaxed) - base;
     drop(e);

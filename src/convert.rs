@@ -8,9 +8,9 @@ use std::fmt;
 use serde_json::Value;
 use toon_format::DecodeOptions;
 
-use crate::config::Header;
 use crate::json::{self, StrictError};
 use crate::marker;
+use crate::marker::Header;
 use crate::outcome::Reason;
 use crate::stage::toon;
 

@@ -6,11 +6,11 @@
 //! `tools/list`) and takes it out of `tools/call` arguments before the
 //! request reaches the server, so servers with strict schemas never see it.
 
-use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::mcp::{Edits, ToolEntry, TOOLS_CALL};
+use crate::json::{members, object};
+use crate::mcp::{messages, Edits, ToolEntry, TOOLS_CALL};
 
 /// The description agents see for the advertised argument.
 pub const ARGUMENT_DESCRIPTION: &str = "Optional. In one sentence, what you need from this tool's result (for example: the ids and prices of items under 10 EUR). A gateway uses it to return only the relevant part of a large result; leave it out to get the full result.";
@@ -24,22 +24,17 @@ struct Params<'a> {
 }
 
 /// The non-empty intent in `params.arguments.<arg>` or `params._meta.<arg>`.
+/// Arguments with a key twice declare none (and keep it: [`strip`] reads
+/// them the same way).
 pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
     let p: Params = object(params)?;
     [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
-        let map: IndexMap<String, &RawValue> = object(raw)?;
-        let text: String = serde_json::from_str(map.get(arg)?.get()).ok()?;
+        let members = members(raw)?;
+        let (_, value) = members.iter().find(|(k, _)| k == arg)?;
+        let text: String = serde_json::from_str(value.get()).ok()?;
         let text = text.trim();
         (!text.is_empty()).then(|| text.to_string())
     })
-}
-
-fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
-    if raw.get().starts_with('{') {
-        serde_json::from_str(raw.get()).ok()
-    } else {
-        None
-    }
 }
 
 #[derive(Deserialize)]
@@ -54,13 +49,8 @@ struct Request<'a> {
 /// body (one message or a batch). Returns the new body when it changed; the
 /// other arguments keep their exact value text.
 pub fn strip(body: &str, arg: &str) -> Option<String> {
-    let raws: Vec<&RawValue> = if body.trim_start().starts_with('[') {
-        serde_json::from_str(body).ok()?
-    } else {
-        vec![serde_json::from_str(body).ok()?]
-    };
     let mut edits = Edits::default();
-    for raw in raws {
+    for raw in messages(body)? {
         let Some(req) = object::<Request>(raw) else {
             continue;
         };
@@ -74,12 +64,13 @@ pub fn strip(body: &str, arg: &str) -> Option<String> {
         else {
             continue;
         };
-        let Some(mut map) = object::<IndexMap<String, &RawValue>>(arguments) else {
+        let Some(mut map) = members(arguments) else {
             continue;
         };
-        if map.shift_remove(arg).is_none() {
+        let Some(at) = map.iter().position(|(k, _)| k == arg) else {
             continue;
-        }
+        };
+        map.remove(at);
         let mut out = String::with_capacity(arguments.get().len());
         out.push('{');
         for (i, (k, v)) in map.iter().enumerate() {
@@ -123,10 +114,10 @@ pub fn advertise(base: &str, tool: &ToolEntry<'_>, arg: &str, edits: &mut Edits)
         serde_json::json!({"type": "string", "description": ARGUMENT_DESCRIPTION}).to_string();
     match schema.properties {
         Some(props) => {
-            let Some(map) = object::<IndexMap<String, &RawValue>>(props) else {
+            let Some(map) = members(props) else {
                 return false;
             };
-            if map.contains_key(arg) {
+            if map.iter().any(|(k, _)| k == arg) {
                 return false;
             }
             let Some(span) = Edits::span_of(base, props) else {
@@ -217,6 +208,12 @@ mod tests {
                 .count(),
             0
         );
+        // Arguments with a key twice: no intent read, nothing taken out (a
+        // rebuilt object would drop one of them).
+        let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1,"q":2,"expected_info":"x"}}}"#;
+        assert_eq!(strip(twice, "expected_info"), None);
+        let params = raw(r#"{"arguments":{"q":1,"q":2,"expected_info":"x"}}"#);
+        assert_eq!(declared(&params, "expected_info"), None);
     }
 
     #[test]

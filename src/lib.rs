@@ -5,9 +5,12 @@
 //! its report) plus thin adapters behind cargo features. Nothing outside
 //! `adapter` knows about proxy-wasm.
 
+pub mod callout;
 pub mod config;
 pub mod convert;
+pub mod driver;
 pub mod exchange;
+pub mod host;
 pub mod intent;
 pub mod json;
 pub mod marker;

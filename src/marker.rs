@@ -8,7 +8,23 @@
 //!           the longest run inside the text (and at least three).
 //! `none`:   the bare TOON text.
 
-use crate::config::{Header, MARKER_PREFIX};
+use serde::Deserialize;
+
+/// Every marker starts with this, so agents (and the plugin itself, which
+/// never encodes a block twice) can recognise an encoded block.
+pub const MARKER_PREFIX: &str = "[mcp-toon/v1]";
+
+/// `toon.header`: what precedes the TOON text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Header {
+    /// The marker line, then the TOON text.
+    Marker,
+    /// The marker line, then the TOON text in a ```` ```toon ```` fence.
+    Fence,
+    /// The bare TOON text.
+    None,
+}
 
 /// Wraps a TOON text in the configured header.
 pub fn wrap(toon: &str, header: Header, marker: &str) -> String {

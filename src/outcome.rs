@@ -161,4 +161,17 @@ reasons! {
     TrimLarger => "trim_larger",
     /// Trim: the call could not be made (unknown cluster, connection refused).
     TrimUnavailable => "trim_unavailable",
+    /// The host refused a call that moves bytes (a body read or write, the
+    /// `content-length` of held headers): the rest of that direction passed
+    /// unchanged, the bytes the plugin held first.
+    HostRefused => "host_refused",
+    /// Trailers ended a body in the middle of a message (a JSON value or an
+    /// SSE event never finished) and the host had no buffer to write the
+    /// held bytes into: they were dropped. A well-formed message is always
+    /// sent before its trailers.
+    LostAtTrailers => "lost_at_trailers",
+    /// The stream was reset (the upstream cut it short, or the client left)
+    /// while the plugin held bytes of an unfinished message: they went with
+    /// the stream.
+    LostAtReset => "lost_at_reset",
 }

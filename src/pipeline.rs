@@ -1,5 +1,6 @@
 //! The one place that orders the stages. A response body goes in; the body
-//! to send (or `None`: send the original bytes) and the decisions come out.
+//! to send ([`Output`]: changed, or the original bytes) and the decisions
+//! come out.
 //!
 //! Data path, per response body (one JSON-RPC message or a batch):
 //! 1. pair each message with its request; only `tools/call` results are
@@ -18,8 +19,9 @@ use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Mode, Policy, ServerScope, Settings, MARKER_PREFIX};
+use crate::config::{Mode, Policy, ServerScope, Settings};
 use crate::intent;
+use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
@@ -245,11 +247,32 @@ impl Job {
     /// Applies the callout's reply (or its absence), encodes, and returns
     /// the body to send when anything changed.
     pub fn finish(
-        mut self,
+        self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
+        self.finish_keeping_original(settings, reply, report).0
+    }
+
+    /// Bytes of the body as it came.
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
+
+    /// The body as it came, for a stream that gives up on this job.
+    pub fn into_original(self) -> Vec<u8> {
+        self.body.into_bytes()
+    }
+
+    /// [`Job::finish`], handing back the original body too when a new one
+    /// replaces it: a host that refuses the new body gets the original.
+    pub fn finish_keeping_original(
+        mut self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        report: &mut Report,
+    ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
@@ -266,12 +289,15 @@ impl Job {
             }
         }
         if self.edits.is_empty() {
-            return Output::Unchanged(self.body.into_bytes());
+            return (Output::Unchanged(self.body.into_bytes()), None);
         }
         let edits = std::mem::take(&mut self.edits);
         match edits.apply(&self.body) {
-            Some(new) => Output::Changed(new.into_bytes()),
-            None => Output::Unchanged(self.body.into_bytes()),
+            Some(new) => (
+                Output::Changed(new.into_bytes()),
+                Some(self.body.into_bytes()),
+            ),
+            None => (Output::Unchanged(self.body.into_bytes()), None),
         }
     }
 }

@@ -1,28 +1,175 @@
-//! A scripted host: drives an [`Exchange`] the way Envoy drives the plugin
-//! (chunks in, steps out, bytes kept while paused, callouts answered), so
-//! tests, fuzz targets and benchmarks exercise the whole stream logic
-//! without a proxy. Compiled for tests and with the `sim` feature.
+//! A scripted host: plays one exchange against a [`Driver`] the way Envoy
+//! would (request, response headers, the body in chunks, trailers, callout
+//! replies), on the in-memory host, so tests, fuzz targets and benchmarks
+//! exercise the whole stream logic — the driver included — without a
+//! proxy. Host calls can be refused on demand ([`Script::refuse`]).
+//! Compiled for tests and with the `sim` feature.
 
+use std::collections::HashSet;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::config::{Settings, StreamInfo};
-use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, ResponsePlan, Step};
+use crate::callout::{LlmReply, LlmRequest};
+use crate::config::Settings;
+use crate::driver::{Call, MemoryHost};
+use crate::driver::{Driver, Vm};
+use crate::host::Direction;
 use crate::report::Report;
-use crate::stage::trim::{LlmReply, LlmRequest};
 
 /// What the client and the server saw.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Transcript {
     /// The request body as it reached the server.
     pub request_sent: Vec<u8>,
     /// The response body as it reached the client.
     pub response_sent: Vec<u8>,
-    /// The plan for the response headers.
-    pub plan: ResponsePlan,
-    /// The `content-length` set on held headers, if any.
+    /// The response headers were held until the body was rewritten.
+    pub held_headers: bool,
+    /// The response's `content-length` as it went out, if any.
     pub content_length: Option<usize>,
+    /// The trailers reached the client.
+    pub trailers_sent: bool,
+    /// The response was still stopped after its end: a real stream would
+    /// stall until a timeout.
+    pub stalled: bool,
     pub callouts: Vec<LlmRequest>,
     pub report: Report,
+    /// The host, for its counters, properties and logs.
+    pub host: MemoryHost,
+}
+
+/// One exchange to play.
+#[derive(Debug, Clone)]
+pub struct Script<'a> {
+    pub request: &'a [u8],
+    pub request_chunks: &'a [usize],
+    pub status: u16,
+    pub content_type: &'a str,
+    pub response: &'a [u8],
+    pub response_chunks: &'a [usize],
+    /// The server announces the body's length.
+    pub content_length: bool,
+    /// Trailers end the request body (instead of its last chunk).
+    pub request_trailers: bool,
+    /// Trailers end the response body.
+    pub response_trailers: bool,
+    /// The stream is reset after this many response chunks.
+    pub reset_after: Option<usize>,
+    /// Host calls to refuse (see [`MemoryHost::refuse`]).
+    pub refuse: HashSet<(Call, usize)>,
+}
+
+impl<'a> Script<'a> {
+    /// A JSON POST answered 200 with `content_type`, each body in one chunk.
+    pub fn new(request: &'a [u8], content_type: &'a str, response: &'a [u8]) -> Self {
+        Script {
+            request,
+            request_chunks: &[],
+            status: 200,
+            content_type,
+            response,
+            response_chunks: &[],
+            content_length: true,
+            request_trailers: false,
+            response_trailers: false,
+            reset_after: None,
+            refuse: HashSet::new(),
+        }
+    }
+
+    /// Plays the exchange; `reply` answers callouts, each after the
+    /// callback that made it returned.
+    pub fn play(
+        &self,
+        settings: Arc<Settings>,
+        reply: &mut dyn FnMut(&LlmRequest) -> LlmReply,
+    ) -> Transcript {
+        let max_body = settings.max_body_bytes;
+        let mut host = MemoryHost::post(&[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ]);
+        host.callouts_allowed = true;
+        host.refuse = self.refuse.clone();
+        let mut driver = Driver::new(settings, Rc::new(Vm::default()));
+        let mut answered = 0;
+        let req = Direction::Request;
+        let resp = Direction::Response;
+        host.headers(&mut driver, req, self.request.is_empty());
+        if !self.request.is_empty() {
+            let chunks = split(self.request, self.request_chunks);
+            for (chunk, end) in &chunks {
+                host.body(&mut driver, req, chunk, *end && !self.request_trailers);
+            }
+            if self.request_trailers {
+                host.trailers(&mut driver, req);
+            }
+        }
+        let length = self.response.len().to_string();
+        let mut headers = vec![
+            (":status", self.status.to_string()),
+            ("content-type", self.content_type.to_string()),
+        ];
+        if self.content_length && self.response.len() <= max_body {
+            headers.push(("content-length", length));
+        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        host.respond(&headers);
+        host.headers(&mut driver, resp, self.response.is_empty());
+        let mut reset = false;
+        if !self.response.is_empty() {
+            for (i, (chunk, end)) in split(self.response, self.response_chunks)
+                .into_iter()
+                .enumerate()
+            {
+                if self.reset_after == Some(i) {
+                    reset = true;
+                    break;
+                }
+                host.body(&mut driver, resp, chunk, end && !self.response_trailers);
+                answer(&mut host, &mut driver, &mut answered, reply);
+            }
+            if self.response_trailers && !reset {
+                host.trailers(&mut driver, resp);
+                answer(&mut host, &mut driver, &mut answered, reply);
+            }
+        }
+        host.end(&mut driver);
+        Transcript {
+            stalled: !reset && host.stopped(resp),
+            request_sent: host.sent(req).to_vec(),
+            response_sent: host.sent(resp).to_vec(),
+            held_headers: host.headers_held(resp),
+            content_length: host
+                .header_value(resp, "content-length")
+                .and_then(|v| v.parse().ok()),
+            trailers_sent: host.trailers_sent(resp),
+            callouts: host.callouts.clone(),
+            report: driver.report().clone(),
+            host,
+        }
+    }
+}
+
+/// Answers the callouts made since the last call, in order.
+fn answer(
+    host: &mut MemoryHost,
+    driver: &mut Driver,
+    answered: &mut usize,
+    reply: &mut dyn FnMut(&LlmRequest) -> LlmReply,
+) {
+    while let Some(request) = host.callouts.get(*answered).cloned() {
+        *answered += 1;
+        let answer = reply(&request);
+        host.reply(driver, &answer);
+    }
+}
+
+#[allow(clippy::panic)] // the simulator's own check, never on the request path
+fn assert_no_stall(t: &Transcript) {
+    if t.stalled {
+        panic!("the response is still stopped after its end: the stream would stall");
+    }
 }
 
 /// One exchange: a JSON POST `request` (in chunks of the given sizes) and a
@@ -35,130 +182,15 @@ pub fn run(
     response: &[u8],
     response_chunks: &[usize],
     reply: &mut dyn FnMut(&LlmRequest) -> LlmReply,
-) -> Outcome {
-    let max_body = settings.max_body_bytes;
-    let mut e = Exchange::new(settings);
-    let stream = StreamInfo::default();
-    let plan = e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: request.is_empty(),
-    });
-    let mut request_sent = Vec::new();
-    if plan.read_body {
-        for (chunk, end) in split(request, request_chunks) {
-            let step = e.request_chunk(chunk, end, &mut NoSessions);
-            match step.body {
-                Some(b) => request_sent.extend(b),
-                None => request_sent.extend_from_slice(chunk),
-            }
-        }
-    } else {
-        request_sent.extend_from_slice(request);
-    }
-    let plan = e.response_headers(ResponseHead {
-        status: Some(200),
-        content_type: Some(content_type),
-        content_encoding: None,
-        content_length: Some(response.len()).filter(|n| *n <= max_body),
-        end_of_stream: response.is_empty(),
-    });
-    let mut host = Host {
-        response_sent: Vec::new(),
-        content_length: None,
-        callouts: Vec::new(),
+) -> Transcript {
+    let script = Script {
+        request_chunks,
+        response_chunks,
+        ..Script::new(request, content_type, response)
     };
-    // What Envoy holds for a paused body: the next callback sees it again,
-    // with the new chunk appended.
-    let mut envoy: Vec<u8> = Vec::new();
-    for (chunk, end) in split(response, response_chunks) {
-        envoy.extend_from_slice(chunk);
-        let buffer = std::mem::take(&mut envoy);
-        if !e.reads_response() {
-            host.response_sent.extend(buffer);
-            continue;
-        }
-        let step = e.response_chunk(&buffer, end, &mut NoSessions);
-        envoy = host.perform(&mut e, step, buffer, end, reply);
-    }
-    Outcome {
-        request_sent,
-        response_sent: host.response_sent,
-        plan,
-        content_length: host.content_length,
-        callouts: host.callouts,
-        report: e.report().clone(),
-    }
-}
-
-struct Host {
-    response_sent: Vec<u8>,
-    content_length: Option<usize>,
-    callouts: Vec<LlmRequest>,
-}
-
-impl Host {
-    /// Performs a step on the bytes of the current callback. A callout is
-    /// answered at once, after the callback returns (as Envoy would, later).
-    /// Returns what Envoy keeps buffered for the next callback.
-    fn perform(
-        &mut self,
-        e: &mut Exchange,
-        mut step: Step,
-        mut held: Vec<u8>,
-        end: bool,
-        reply: &mut dyn FnMut(&LlmRequest) -> LlmReply,
-    ) -> Vec<u8> {
-        loop {
-            if let Some(b) = step.body.take() {
-                held = b;
-            }
-            if step.content_length.is_some() {
-                self.content_length = step.content_length;
-            }
-            let paused = step.flow == Flow::Pause;
-            // Envoy appends the next chunk to what a paused callback kept
-            // and counts it against its buffer limit: the core keeps at
-            // most one byte there mid-body.
-            assert!(
-                !paused || end || held.len() <= 1,
-                "paused mid-body on {} kept bytes",
-                held.len()
-            );
-            match step.callout.take() {
-                Some(request) => {
-                    let answer = reply(&request);
-                    self.callouts.push(request);
-                    let next = e.callout_reply(&answer, &mut NoSessions);
-                    if !paused {
-                        self.response_sent.extend(std::mem::take(&mut held));
-                        assert!(
-                            next.body.is_none(),
-                            "a reply cannot replace bytes the host no longer holds"
-                        );
-                    }
-                    step = next;
-                }
-                None if paused && end => {
-                    unreachable_pause();
-                    return Vec::new();
-                }
-                None if paused => return held,
-                None => {
-                    self.response_sent.extend(held);
-                    return Vec::new();
-                }
-            }
-        }
-    }
-}
-
-#[allow(clippy::panic)] // the simulator's own check, never on the request path
-fn unreachable_pause() {
-    panic!("the core paused on the last chunk without a callout: the stream would stall")
+    let t = script.play(settings, reply);
+    assert_no_stall(&t);
+    t
 }
 
 /// `bytes` cut into chunks of the given sizes (cycled; zero sizes become
@@ -265,7 +297,7 @@ mod tests {
             &mut no_call,
         );
         assert_eq!(out.content_length, Some(out.response_sent.len()));
-        assert_eq!(out.plan, ResponsePlan::Rewrite { hold_headers: true });
+        assert!(out.held_headers);
     }
 
     #[test]

@@ -6,8 +6,10 @@
 )] // test code
 
 //! The TOON spec v4.0 encode fixtures (tests/fixtures/toon-spec-v4.0, MIT,
-//! see its SOURCE) run through the encoder path the plugin uses. A failing
-//! case prints its file, name and spec section.
+//! see its SOURCE) run through the generic encoder (`to_toon_with`:
+//! toon-format's own, which the plugin falls back to; the fast path is held
+//! to the same emissions in `stage/toon/fast/tests.rs`). A failing case
+//! prints its file, name and spec section.
 
 use std::fs;
 use std::path::Path;

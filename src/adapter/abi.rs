@@ -1,23 +1,17 @@
-//! The proxy-wasm host calls the plugin makes, without panics.
+//! The proxy-wasm host calls the plugin makes (ABI 0.2.1, the `env`
+//! imports), without panics: every status becomes a value.
 //!
 //! The proxy-wasm Rust SDK's wrappers `panic!` on any status they do not
-//! expect (and its `Context` methods `unwrap` them): a host that answers
-//! `InternalFailure` to an HTTP call, or `NotFound` to a body write outside
-//! a buffering callback, would trap the VM and fail every stream on it. So
-//! the adapter calls the ABI (proxy-wasm ABI 0.2.1, the `env` imports the
-//! SDK itself declares) through these wrappers, which turn every status into
-//! a value. The SDK still provides the callback dispatcher and the memory
-//! allocator the host uses to hand buffers back.
+//! expect (and its dispatcher `unwrap`s them): a host that answers
+//! `InternalFailure` to an HTTP call or `BadArgument` to a log line would
+//! trap the VM and fail every stream on it. So the plugin does without the
+//! SDK: these wrappers for the imports, `exports.rs` for the exports.
 #![allow(unsafe_code)] // FFI: the only unsafe code in the crate; each block documents its contract.
 
 use std::ptr::null_mut;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A host status other than `Ok` (proxy-wasm ABI `WasmResult`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostError(pub u32);
-
-type HostResult<T> = Result<T, HostError>;
+pub use crate::host::{HostError, HostResult};
 
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
@@ -99,21 +93,42 @@ extern "C" {
         cas: u32,
     ) -> u32;
     fn proxy_continue_stream(stream: u32) -> u32;
+    fn proxy_http_call(
+        upstream: *const u8,
+        upstream_len: usize,
+        headers: *const u8,
+        headers_len: usize,
+        body: *const u8,
+        body_len: usize,
+        trailers: *const u8,
+        trailers_len: usize,
+        timeout_ms: u32,
+        token: *mut u32,
+    ) -> u32;
+    fn proxy_set_effective_context(context: u32) -> u32;
+    fn proxy_log(level: u32, message: *const u8, len: usize) -> u32;
     fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
     fn proxy_record_metric(id: u32, value: u64) -> u32;
 }
 
-/// Takes ownership of a buffer the host allocated through the SDK's
-/// `proxy_on_memory_allocate` (a `Vec<u8>` of exactly `size` capacity).
+/// Memory the host asks for (`proxy_on_memory_allocate`) to hand a buffer
+/// back: a boxed slice of exactly `size` bytes, released to the host.
+pub fn allocate(size: usize) -> *mut u8 {
+    let slice: Box<[u8]> = vec![0u8; size].into_boxed_slice();
+    Box::into_raw(slice).cast::<u8>()
+}
+
+/// Takes ownership of a buffer the host filled in memory from [`allocate`].
 fn owned(data: *mut u8, size: usize) -> Vec<u8> {
     if data.is_null() || size == 0 {
         return Vec::new();
     }
     // SAFETY: the host filled `size` bytes of memory it obtained from
-    // `proxy_on_memory_allocate(size)`, which the SDK implements as
-    // `Vec::with_capacity(size)` + `forget`; ownership passes to us here.
+    // `proxy_on_memory_allocate(size)`, which [`allocate`] made as a boxed
+    // slice of exactly `size` bytes (capacity == length); ownership passes
+    // to us here.
     unsafe { Vec::from_raw_parts(data, size, size) }
 }
 
@@ -218,35 +233,90 @@ pub fn set_shared_data(key: &str, value: &[u8]) -> HostResult<()> {
 }
 
 /// Starts an HTTP call to an Envoy cluster; returns its token.
-///
-/// This one host call goes through the SDK: its dispatcher routes
-/// `on_http_call_response` by a token → context map that only the SDK's
-/// `dispatch_http_call` fills, and it traps on a token it does not know (a
-/// raw `proxy_http_call` left every reply trapping the VM and the response
-/// paused for good). The SDK panics only on statuses the ABI does not
-/// specify for this call (it returns `Ok`, `BadArgument` for an unknown
-/// cluster or missing pseudo-headers, `InternalFailure` when the host
-/// cannot send; `InvalidMemoryAccess` cannot happen with live slices).
 pub fn http_call(
     cluster: &str,
     headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
 ) -> HostResult<u32> {
-    proxy_wasm::hostcalls::dispatch_http_call(
-        cluster,
-        headers.to_vec(),
-        Some(body),
-        Vec::new(),
-        timeout,
-    )
-    .map_err(|s| HostError(s as u32))
+    let headers = pairs(headers);
+    let trailers = pairs(&[]);
+    let timeout_ms = u32::try_from(timeout.as_millis()).unwrap_or(u32::MAX);
+    let mut token = 0u32;
+    // SAFETY: every pointer is a live slice for the call; `token` a local.
+    let code = unsafe {
+        proxy_http_call(
+            cluster.as_ptr(),
+            cluster.len(),
+            headers.as_ptr(),
+            headers.len(),
+            body.as_ptr(),
+            body.len(),
+            trailers.as_ptr(),
+            trailers.len(),
+            timeout_ms,
+            &mut token,
+        )
+    };
+    status(code).map(|()| token)
 }
 
-/// Resumes a paused response (ABI `continue_stream(HttpResponse)`).
-pub fn resume_response() -> HostResult<()> {
+/// A header map in the ABI's pairs encoding: the count, each name's and
+/// value's length (u32 little-endian), then each name and value followed by
+/// a NUL.
+fn pairs(map: &[(&str, &str)]) -> Vec<u8> {
+    let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+    let size = 4 + map
+        .iter()
+        .map(|(n, v)| n.len() + v.len() + 10)
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(&len(map.len()));
+    for (name, value) in map {
+        out.extend_from_slice(&len(name.len()));
+        out.extend_from_slice(&len(value.len()));
+    }
+    for (name, value) in map {
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        out.extend_from_slice(value.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// Makes `context` the one later host calls address (a callout reply may
+/// arrive on another context).
+pub fn set_effective_context(context: u32) -> HostResult<()> {
     // SAFETY: no pointers.
-    status(unsafe { proxy_continue_stream(1) })
+    status(unsafe { proxy_set_effective_context(context) })
+}
+
+/// Log levels of the ABI.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+pub enum Level {
+    Trace = 0,
+    Debug = 1,
+    Info = 2,
+    Warn = 3,
+    Error = 4,
+}
+
+pub fn log(level: Level, message: &str) -> HostResult<()> {
+    // SAFETY: `message` is live for the call.
+    status(unsafe { proxy_log(level as u32, message.as_ptr(), message.len()) })
+}
+
+/// Resumes a paused direction (ABI `continue_stream`: 0 the request, 1 the
+/// response).
+pub fn resume(direction: crate::host::Direction) -> HostResult<()> {
+    let stream = match direction {
+        crate::host::Direction::Request => 0,
+        crate::host::Direction::Response => 1,
+    };
+    // SAFETY: no pointers.
+    status(unsafe { proxy_continue_stream(stream) })
 }
 
 pub fn now() -> SystemTime {

@@ -1,80 +1,167 @@
-//! Host services the core's report and the legacy-session pairing need:
-//! counters and shared data, through the panic-free ABI wrappers.
+//! The core's [`Host`] on Envoy's proxy-wasm ABI: each call is one host
+//! call through the panic-free wrappers, its status turned into a
+//! [`HostError`]. Nothing is decided here.
 
-use std::cell::Cell;
 use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, SystemTime};
 
-use super::abi;
-use crate::exchange::SessionStore;
-use crate::report::{all_metrics, Report};
+use super::abi::{self, Buffer, Headers as Map};
+use super::exports::CALLOUTS;
+use crate::callout::LlmRequest;
+use crate::driver::{HELD_BYTES_MAX, VM_MEMORY_BYTES};
+use crate::host::{Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+use crate::report::all_metrics;
 
-/// Gauge: the most response bytes one stream held between callbacks on
-/// this VM (an incomplete trailing SSE event, events queued behind a
-/// callout, a buffered JSON body).
-pub const HELD_BYTES_MAX: &str = "mcp_toon_held_bytes_max";
-/// Gauge: this VM's wasm linear memory in bytes (its peak: it never
-/// shrinks).
-pub const VM_MEMORY_BYTES: &str = "mcp_toon_vm_memory_bytes";
+/// `NotFound` of the ABI: a metric this VM did not define.
+const NOT_FOUND: HostError = HostError(1);
 
-/// Counter ids by name, and the two memory gauges. Defined once per VM;
-/// Envoy shows them in `/stats` and `/stats/prometheus`.
+/// Metric ids by name, defined once per VM; Envoy shows them in `/stats`
+/// and `/stats/prometheus`.
 #[derive(Default)]
 pub struct Metrics {
-    ids: HashMap<String, u32>,
-    held_max: Option<u32>,
-    memory: Option<u32>,
-    held_peak: Cell<usize>,
+    counters: HashMap<String, u32>,
+    gauges: HashMap<&'static str, u32>,
 }
 
 impl Metrics {
+    /// Defines every metric the core may move. One Envoy refuses to
+    /// define is then refused when moved, which the driver logs.
     pub fn define() -> Self {
-        let ids = all_metrics()
+        let counters = all_metrics()
             .into_iter()
             .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
             .collect();
-        Self {
-            ids,
-            held_max: abi::define_gauge(HELD_BYTES_MAX).ok(),
-            memory: abi::define_gauge(VM_MEMORY_BYTES).ok(),
-            held_peak: Cell::new(0),
-        }
-    }
-
-    /// After a response callback: what the stream holds now, and the VM's
-    /// memory.
-    pub fn observe(&self, held: usize) {
-        if held > self.held_peak.get() {
-            self.held_peak.set(held);
-            if let Some(id) = self.held_max {
-                let _ = abi::record(id, u64::try_from(held).unwrap_or(u64::MAX));
-            }
-        }
-        if let Some(id) = self.memory {
-            let _ = abi::record(id, u64::try_from(abi::memory_bytes()).unwrap_or(u64::MAX));
-        }
-    }
-
-    /// Counts the decisions of `report` from `start` on.
-    pub fn record(&self, report: &Report, start: usize) {
-        for (name, amount) in report.metrics_since(start) {
-            if let Some(id) = self.ids.get(&name) {
-                let _ = abi::increment(*id, i64::try_from(amount).unwrap_or(i64::MAX));
-            }
-        }
+        let gauges = [HELD_BYTES_MAX, VM_MEMORY_BYTES]
+            .into_iter()
+            .filter_map(|name| abi::define_gauge(name).ok().map(|id| (name, id)))
+            .collect();
+        Self { counters, gauges }
     }
 }
 
-/// Proxy-wasm shared data: one key-value space for every VM with the same
-/// `vm_id` on this Envoy (all worker threads), so a POST seen on one worker
-/// can be paired with the event stream another worker carries.
-pub struct SharedData;
+/// One stream's view of Envoy.
+pub struct Envoy {
+    /// The stream's context id: a callout's reply finds its way back by it.
+    id: u32,
+    metrics: Rc<Metrics>,
+    /// A resume the driver asked for, made once its callback returned
+    /// (`exports.rs` says why).
+    resume: Option<Direction>,
+}
 
-impl SessionStore for SharedData {
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
-        abi::get_shared_data(key).ok().flatten()
+impl Envoy {
+    pub fn new(id: u32, metrics: Rc<Metrics>) -> Self {
+        Self {
+            id,
+            metrics,
+            resume: None,
+        }
     }
 
-    fn set(&mut self, key: &str, value: &[u8]) {
-        let _ = abi::set_shared_data(key, value);
+    pub fn take_resume(&mut self) -> Option<Direction> {
+        self.resume.take()
+    }
+}
+
+fn map(h: Headers) -> Map {
+    match h {
+        Headers::Request => Map::Request,
+        Headers::Response => Map::Response,
+        Headers::CalloutReply => Map::CallResponse,
+    }
+}
+
+fn buffer(b: Body) -> Buffer {
+    match b {
+        Body::Request => Buffer::RequestBody,
+        Body::Response => Buffer::ResponseBody,
+        Body::CalloutReply => Buffer::CallResponseBody,
+    }
+}
+
+impl Host for Envoy {
+    fn header(&self, h: Headers, name: &str) -> HostResult<Option<String>> {
+        abi::get_header(map(h), name)
+    }
+
+    fn set_header(&mut self, h: Headers, name: &str, value: &str) -> HostResult<()> {
+        abi::set_header(map(h), name, Some(value))
+    }
+
+    fn remove_header(&mut self, h: Headers, name: &str) -> HostResult<()> {
+        abi::set_header(map(h), name, None)
+    }
+
+    /// `NotFound`: the host has no such buffer now — not an empty one.
+    fn body(&self, b: Body, start: usize, len: usize) -> HostResult<Vec<u8>> {
+        abi::get_buffer(buffer(b), start, len)?.ok_or(NOT_FOUND)
+    }
+
+    /// Always from offset 0: Envoy drains `size` bytes, then prepends.
+    fn replace_body(&mut self, b: Body, size: usize, bytes: &[u8]) -> HostResult<()> {
+        abi::set_buffer(buffer(b), 0, size, bytes)
+    }
+
+    fn property(&self, path: &[&str]) -> HostResult<Option<Vec<u8>>> {
+        abi::get_property(path)
+    }
+
+    fn set_property(&mut self, path: &[&str], value: &[u8]) -> HostResult<()> {
+        abi::set_property(path, value)
+    }
+
+    fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()> {
+        let headers: Vec<(&str, &str)> = call
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let timeout = Duration::from_millis(call.timeout_ms);
+        let token = abi::http_call(&call.cluster, &headers, &call.body, timeout)?;
+        CALLOUTS.with(|c| c.borrow_mut().insert(token, self.id));
+        Ok(())
+    }
+
+    /// Deferred to the end of the callback, as Envoy defers its own.
+    fn resume(&mut self, direction: Direction) -> HostResult<()> {
+        self.resume = Some(direction);
+        Ok(())
+    }
+
+    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>> {
+        abi::get_shared_data(key)
+    }
+
+    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()> {
+        abi::set_shared_data(key, value)
+    }
+
+    fn count(&mut self, metric: &str, by: u64) -> HostResult<()> {
+        let id = self.metrics.counters.get(metric).ok_or(NOT_FOUND)?;
+        abi::increment(*id, i64::try_from(by).unwrap_or(i64::MAX))
+    }
+
+    fn gauge(&mut self, metric: &str, value: u64) -> HostResult<()> {
+        let id = self.metrics.gauges.get(metric).ok_or(NOT_FOUND)?;
+        abi::record(*id, value)
+    }
+
+    fn now(&self) -> SystemTime {
+        abi::now()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        abi::memory_bytes()
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Debug => abi::Level::Debug,
+            LogLevel::Info => abi::Level::Info,
+            LogLevel::Warn => abi::Level::Warn,
+        };
+        // A line the host refuses has nowhere else to go.
+        abi::log(level, message).ok();
     }
 }

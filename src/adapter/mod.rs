@@ -1,17 +1,11 @@
-//! The proxy-wasm adapter: maps Envoy's callbacks onto [`crate::Exchange`]
-//! and performs its plans. No decision about a stream is made here; the
-//! comments say where a host constraint shapes the code.
+//! The proxy-wasm adapter: the ABI's exports hand each event to the core's
+//! [`crate::driver::Driver`] (`exports.rs`), and the core's host calls come
+//! back through [`host::Envoy`] onto the ABI's imports (`abi.rs`). No
+//! decision about a stream is made here; the comments say where a host
+//! constraint shapes the code.
 
 mod abi;
+mod exports;
 mod host;
-mod http;
+mod logger;
 mod root;
-
-proxy_wasm::main! {{
-    // Debug lines (the decision record) reach Envoy, which filters them by
-    // its own wasm log level; trace would let dependencies log per byte.
-    proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Debug);
-    proxy_wasm::set_root_context(|_| -> Box<dyn proxy_wasm::traits::RootContext> {
-        Box::new(root::Root::default())
-    });
-}}

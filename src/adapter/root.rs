@@ -1,35 +1,37 @@
-//! Root context: reads and validates the plugin configuration, defines the
-//! metrics, creates one HTTP context per stream.
+//! A root context: one plugin configuration, checked once; the streams it
+//! creates share it and its metrics.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
-use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::ContextType;
-
 use super::abi;
-use super::host::Metrics;
-use super::http::Stream;
+use super::host::{Envoy, Metrics};
 use crate::config::Settings;
+use crate::driver::{Driver, Vm};
 
 #[derive(Default)]
 pub struct Root {
     settings: Arc<Settings>,
     metrics: Rc<Metrics>,
+    vm: Rc<Vm>,
 }
 
-impl Context for Root {}
-
-impl RootContext for Root {
-    /// Returning false makes Envoy refuse the plugin, so a bad configuration
-    /// never runs half-applied.
-    fn on_configure(&mut self, _size: usize) -> bool {
-        let bytes = abi::get_buffer(abi::Buffer::PluginConfiguration, 0, usize::MAX)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
-        match Settings::from_json(&text) {
+impl Root {
+    /// Reads and checks the plugin configuration (`size` bytes; none means
+    /// all defaults). False makes Envoy refuse the plugin.
+    pub fn configure(&mut self, size: usize) -> bool {
+        let bytes = if size == 0 {
+            Vec::new()
+        } else {
+            match abi::get_buffer(abi::Buffer::PluginConfiguration, 0, size) {
+                Ok(Some(bytes)) => bytes,
+                other => {
+                    log::error!("mcp-toon configuration: unreadable ({other:?})");
+                    return false;
+                }
+            }
+        };
+        match Settings::from_json(&String::from_utf8_lossy(&bytes)) {
             Ok(settings) => {
                 self.settings = Arc::new(settings);
                 self.metrics = Rc::new(Metrics::define());
@@ -43,14 +45,8 @@ impl RootContext for Root {
         }
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Stream::new(
-            Arc::clone(&self.settings),
-            Rc::clone(&self.metrics),
-        )))
-    }
-
-    fn get_type(&self) -> Option<ContextType> {
-        Some(ContextType::HttpContext)
+    pub fn stream(&self, id: u32) -> (Driver, Envoy) {
+        let driver = Driver::new(Arc::clone(&self.settings), Rc::clone(&self.vm));
+        (driver, Envoy::new(id, Rc::clone(&self.metrics)))
     }
 }

@@ -1,19 +1,24 @@
 //! What the plugin would do to captured payloads, block by block, in bytes
-//! and `o200k_base` tokens. Each payload goes through the same pipeline the
-//! plugin runs, with a `tools/call` request synthesised for every response
-//! id so the responses pair up as they would on the wire.
+//! and `o200k_base` tokens. Each payload goes through the driver the plugin
+//! runs, on the in-memory host, with a `tools/call` request synthesised for
+//! every response id so the responses pair up as they would on the wire.
 //!
 //! Token counts are those of the text blocks an agent reads (the `text` of
 //! each `content[]` item), before and after, marker included.
+
+use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::capture::{self, Kind};
 use super::tokens::Tokenizer;
 use crate::config::{Settings, StreamInfo};
-use crate::mcp::{self, Call, RequestInfo};
+use crate::driver::MemoryHost;
+use crate::driver::{Driver, Vm};
+use crate::host::Direction;
+use crate::mcp;
 use crate::outcome::Outcome;
-use crate::pipeline;
 use crate::report::{Decision, Report};
 
 /// One captured payload: a name to show and the bytes as saved.
@@ -165,8 +170,10 @@ pub fn measure_payload(
     }
 }
 
-/// Runs one response body through the pipeline, as the answer to a
-/// `tools/call` for each of its ids.
+/// Runs one response body through the plugin's driver on the in-memory
+/// host, as the `200 application/json` answer to a `tools/call` of
+/// `target.tool` for each of its ids: the same gates (status, media type,
+/// encoding, size) and the same stages as the plugin.
 pub fn measure_body(
     settings: &Settings,
     target: &Target,
@@ -174,31 +181,75 @@ pub fn measure_body(
     body: &[u8],
 ) -> Vec<Row> {
     let text = std::str::from_utf8(body).ok();
-    let request = RequestInfo {
-        calls: text
-            .and_then(mcp::parse_messages)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|m| m.id)
-            .map(|id| Call {
-                id,
-                method: mcp::TOOLS_CALL.to_string(),
-                tool: target.tool.clone(),
-                intent: None,
-            })
-            .collect(),
-    };
-    let scope = settings.server_for(&target.stream);
-    let mut report = Report::default();
-    let out = pipeline::process_response(settings, scope, &request, body, &mut report);
+    let ids: Vec<String> = text
+        .and_then(mcp::parse_messages)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.id)
+        .collect();
+    let request = tool_calls(&ids, target.tool.as_deref());
+    let mut host = MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    if let Some(authority) = &target.stream.authority {
+        host.set_request_header(":authority", authority);
+    }
+    for (name, value) in [
+        ("route_name", &target.stream.route),
+        ("cluster_name", &target.stream.cluster),
+    ] {
+        if let Some(v) = value {
+            host.properties
+                .insert(format!("xds.{name}"), v.clone().into_bytes());
+        }
+    }
+    let mut driver = Driver::new(Arc::new(settings.clone()), Rc::new(Vm::default()));
+    host.headers(&mut driver, Direction::Request, false);
+    host.body(&mut driver, Direction::Request, request.as_bytes(), true);
+    let length = body.len().to_string();
+    host.respond(&[
+        (":status", "200"),
+        ("content-type", "application/json"),
+        ("content-length", &length),
+    ]);
+    host.headers(&mut driver, Direction::Response, body.is_empty());
+    if !body.is_empty() {
+        host.body(&mut driver, Direction::Response, body, true);
+    }
+    host.end(&mut driver);
+    let out = host.sent(Direction::Response);
     let before = text.map(block_texts).unwrap_or_default();
-    let after = match &out {
-        Some(new) => std::str::from_utf8(new)
+    let after = if out == body {
+        before.clone()
+    } else {
+        std::str::from_utf8(out)
             .map(block_texts)
-            .unwrap_or_default(),
-        None => before.clone(),
+            .unwrap_or_default()
     };
-    rows(&report, &before, &after, tokenizer)
+    rows(driver.report(), &before, &after, tokenizer)
+}
+
+/// A `tools/call` request for each id (a batch for several), naming `tool`.
+fn tool_calls(ids: &[String], tool: Option<&str>) -> String {
+    let params = match tool {
+        Some(t) => serde_json::json!({ "name": t }).to_string(),
+        None => "{}".to_string(),
+    };
+    let call = |id: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{}","params":{params}}}"#,
+            mcp::TOOLS_CALL
+        )
+    };
+    match ids {
+        [] => call("0"),
+        [one] => call(one),
+        many => format!(
+            "[{}]",
+            many.iter().map(|id| call(id)).collect::<Vec<_>>().join(",")
+        ),
+    }
 }
 
 /// The outcome of a block no stage changed.

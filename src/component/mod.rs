@@ -1,8 +1,9 @@
 //! The WebAssembly component adapter (`wit/mcp-toon.wit`, world `mcp-toon`):
 //! maps the WIT interface onto the core the proxy-wasm plugin runs. Like the
 //! proxy-wasm adapter it decides nothing: a `process-response` call is
-//! replayed as the host events of one HTTP exchange (request headers and
-//! body, response headers and body) and the [`Exchange`] decides.
+//! played as the host events of one HTTP exchange (request headers and
+//! body, response headers and body) on the in-memory host, and the
+//! [`Driver`] carries out what the core decides.
 //!
 //! Built for `wasm32-wasip2` with `--features component` (default features
 //! on, so the same stages as the plugin, HTML → Markdown included); the
@@ -13,18 +14,20 @@
 #[cfg(target_arch = "wasm32")]
 mod bindings;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::config::{Settings, StreamInfo};
+use crate::config::Settings;
 use crate::convert;
-use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, Step};
+use crate::driver::MemoryHost;
+use crate::driver::{Driver, Vm};
+use crate::host::Direction;
 use crate::report::Report;
-use crate::stage::trim::LlmReply;
 
 /// What one exchange came to: the body to send, whether it changed, and the
 /// decision record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Processed {
     pub body: Vec<u8>,
     pub changed: bool,
     pub report: Report,
@@ -37,89 +40,46 @@ pub fn configure(config: &str) -> Result<Arc<Settings>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One Streamable HTTP exchange as the proxy-wasm adapter sees it: a POST
-/// of `application/json` to `/mcp`, its body in one chunk, then a 200
-/// response of `content_type` (no content-encoding), its body in one chunk.
+/// One Streamable HTTP exchange, played on the in-memory host through the
+/// same driver the plugin runs: a POST of `application/json` to `/mcp`, its
+/// body in one chunk, then a 200 response of `content_type` (no
+/// content-encoding), its body in one chunk.
 ///
-/// This world imports no HTTP client, so a trim callout the core asks for
-/// is answered "not sent": the core fails open and records why, as the
-/// plugin does when its host refuses a call.
+/// This world imports no HTTP client, so the host refuses a trim callout:
+/// the core fails open and records why, as the plugin does when its host
+/// refuses a call.
 pub fn process(
     settings: &Arc<Settings>,
     request_body: &[u8],
     content_type: &str,
     response_body: Vec<u8>,
-) -> Outcome {
-    let mut exchange = Exchange::new(Arc::clone(settings));
-    let stream = StreamInfo::default();
-    let plan = exchange.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: request_body.is_empty(),
-    });
-    if plan.read_body && exchange.reads_request() {
-        // A rewritten request (intent argument taken out) would go to the
-        // server; this interface returns only the response.
-        let _ = exchange.request_chunk(request_body, true, &mut NoSessions);
+) -> Processed {
+    let mut driver = Driver::new(Arc::clone(settings), Rc::new(Vm::default()));
+    let mut host = MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    host.headers(&mut driver, Direction::Request, request_body.is_empty());
+    if !request_body.is_empty() {
+        host.body(&mut driver, Direction::Request, request_body, true);
     }
-    exchange.response_headers(ResponseHead {
-        status: Some(200),
-        content_type: Some(content_type),
-        content_encoding: None,
-        content_length: Some(response_body.len()),
-        end_of_stream: response_body.is_empty(),
-    });
-    if !exchange.reads_response() {
-        return unchanged(response_body, &exchange);
+    let length = response_body.len().to_string();
+    host.respond(&[
+        (":status", "200"),
+        ("content-type", content_type),
+        ("content-length", &length),
+    ]);
+    host.headers(&mut driver, Direction::Response, response_body.is_empty());
+    if !response_body.is_empty() {
+        host.body(&mut driver, Direction::Response, &response_body, true);
     }
-    let step = exchange.response_chunk(&response_body, true, &mut NoSessions);
-    let sent = perform(&mut exchange, step, response_body.clone());
-    if sent == response_body {
-        return unchanged(response_body, &exchange);
+    host.end(&mut driver);
+    let sent = host.sent(Direction::Response);
+    Processed {
+        changed: sent != response_body.as_slice(),
+        body: sent.to_vec(),
+        report: driver.report().clone(),
     }
-    Outcome {
-        body: sent,
-        changed: true,
-        report: exchange.report().clone(),
-    }
-}
-
-fn unchanged(body: Vec<u8>, exchange: &Exchange) -> Outcome {
-    Outcome {
-        body,
-        changed: false,
-        report: exchange.report().clone(),
-    }
-}
-
-/// Carries out the steps for the one (last) chunk the host holds, as
-/// Envoy would: a step's body replaces the held bytes; a callout is
-/// answered and its step followed; bytes go out when the flow continues.
-fn perform(exchange: &mut Exchange, mut step: Step, mut held: Vec<u8>) -> Vec<u8> {
-    let mut sent = Vec::new();
-    // Each reply settles one pending callout, and a response has finitely
-    // many blocks; the bound only guards against a core bug looping.
-    for _ in 0..=held.len() {
-        if let Some(body) = step.body.take() {
-            held = body;
-        }
-        let Some(_request) = step.callout.take() else {
-            break;
-        };
-        let next = exchange.callout_reply(&LlmReply::NotSent, &mut NoSessions);
-        if step.flow == Flow::Continue {
-            sent.append(&mut held);
-        }
-        step = next;
-    }
-    if let Some(body) = step.body.take() {
-        held = body;
-    }
-    sent.append(&mut held);
-    sent
 }
 
 /// `toon-encode`: bare TOON, or why not.

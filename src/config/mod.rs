@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-pub use clean::CleanPatch;
+pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
@@ -149,7 +149,7 @@ pub struct Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     pub toon: ToonSettings,
-    pub clean: crate::stage::clean::CleanSettings,
+    pub clean: CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
 }
@@ -302,7 +302,7 @@ impl Settings {
             }
         }
         let mut toon = ToonSettings::default();
-        let mut clean = crate::stage::clean::CleanSettings::default();
+        let mut clean = CleanSettings::default();
         let mut trim = false;
         for layer in layers {
             toon.apply(&layer.toon);

@@ -5,10 +5,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::ConfigError;
-
-/// Every marker starts with this, so agents (and the plugin itself, which
-/// never encodes a block twice) can recognise an encoded block.
-pub const MARKER_PREFIX: &str = "[mcp-toon/v1]";
+pub use crate::marker::{Header, MARKER_PREFIX};
 
 const DEFAULT_MARKER: &str = "[mcp-toon/v1] TOON-encoded JSON (toonformat.dev); decode to JSON before reuse. Tool arguments must still be sent as JSON.";
 
@@ -32,18 +29,6 @@ impl Mode {
             Mode::Always => "always",
         }
     }
-}
-
-/// `toon.header`: what precedes the TOON text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Header {
-    /// The marker line, then the TOON text.
-    Marker,
-    /// The marker line, then the TOON text in a ```` ```toon ```` fence.
-    Fence,
-    /// The bare TOON text.
-    None,
 }
 
 /// One layer's `toon` settings as written; absent fields inherit.

@@ -1,28 +1,37 @@
 //! One HTTP stream as the core sees it: request head and body, response head
 //! and body, and the answer to a trim callout. Every decision about a stream
-//! is made here, so an adapter only relays host events and performs the
-//! [`Step`] it gets back.
+//! is made here; the [`crate::driver::Driver`] hands each host event over and
+//! carries out the [`Step`] it gets back.
+//!
+//! The exchange is a transducer: body bytes go in, the bytes to send on come
+//! out, in order. It never knows what the host's buffers hold; it only says
+//! what to send now and whether the stream must wait.
 //!
 //! Three response shapes (MCP 2025-06-18 "Transports"):
-//! - `application/json` answering a POST: buffered whole, then rewritten;
+//! - `application/json` answering a POST: collected whole, then rewritten;
 //! - `text/event-stream` answering a POST: events rewritten one by one as
 //!   they complete ([`stream`]);
 //! - the long-lived GET stream of the 2024-11-05 HTTP+SSE transport, whose
 //!   requests arrive as POSTs on other streams ([`session`]).
 
+mod collect;
+mod json;
+mod request;
 mod session;
 mod stream;
 
 use std::sync::Arc;
 
+use collect::Collected;
 pub use session::{NoSessions, SessionStore};
 
+use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
-use crate::mcp::{self, RequestInfo};
+use crate::host::Direction;
+use crate::mcp::RequestInfo;
 use crate::outcome::Reason;
-use crate::pipeline::{self, Job, Output};
+use crate::pipeline::Job;
 use crate::report::{Decision, Report};
-use crate::stage::trim::{LlmReply, LlmRequest};
 
 /// Most decisions a stream's record keeps; older ones are counted in
 /// metrics, then only their number stays (`omitted` in the record).
@@ -46,7 +55,7 @@ pub struct RequestHead<'a> {
 pub struct RequestPlan {
     /// Remove `accept-encoding` so the server answers uncompressed.
     pub strip_accept_encoding: bool,
-    /// Buffer the body and hand it over when complete.
+    /// Hand the body over as it comes.
     pub read_body: bool,
     /// The body may be rewritten (intent argument removed): the old
     /// `content-length` must not go upstream.
@@ -74,23 +83,47 @@ pub enum ResponsePlan {
     Rewrite { hold_headers: bool },
 }
 
-/// Whether the host lets the body go on after a step.
+/// Whether the stream goes on after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
-    /// Let the (possibly replaced) bytes go; after a callout reply, resume
-    /// if paused.
     Continue,
-    /// Keep the bytes of this callback buffered and stop (or stay stopped).
+    /// Nothing may go on yet: the response headers are held until the body
+    /// is rewritten, or a callout is in flight and what follows its block
+    /// must wait for it.
     Pause,
 }
 
-/// The answer to a body callback or a callout reply.
+/// The bytes a step sends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// Exactly the bytes handed in with this call, nothing before them.
+    Input,
+    /// These bytes. `original`: what they were before a stage changed them
+    /// (`None` when they are the original bytes), so a host that refuses
+    /// them can still send what came in.
+    Bytes {
+        bytes: Vec<u8>,
+        original: Option<Vec<u8>>,
+    },
+}
+
+impl Out {
+    fn bytes(bytes: Vec<u8>) -> Self {
+        Out::Bytes {
+            bytes,
+            original: None,
+        }
+    }
+
+    fn none() -> Self {
+        Out::bytes(Vec::new())
+    }
+}
+
+/// The answer to a body callback, trailers or a callout reply.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Step {
-    /// Replace the bytes the host holds for this callback (after a callout:
-    /// the bytes it kept when it paused) with these; `None` leaves them.
-    /// The core keeps what it takes out and sends it later.
-    pub body: Option<Vec<u8>>,
+    pub out: Out,
     /// Headers were held: set this exact `content-length` (and the summary
     /// header) before they go.
     pub content_length: Option<usize>,
@@ -100,29 +133,27 @@ pub struct Step {
 }
 
 impl Step {
-    fn new(body: Option<Vec<u8>>, flow: Flow) -> Self {
+    fn new(out: Out, flow: Flow) -> Self {
         Step {
-            body,
+            out,
             content_length: None,
             flow,
             callout: None,
         }
     }
 
-    fn pass() -> Self {
-        Step::new(None, Flow::Continue)
+    /// The input goes on unchanged.
+    fn input() -> Self {
+        Step::new(Out::Input, Flow::Continue)
     }
 
     fn send(bytes: Vec<u8>) -> Self {
-        Step::new(Some(bytes), Flow::Continue)
+        Step::new(Out::bytes(bytes), Flow::Continue)
     }
 
-    /// Takes the callback's bytes out of the stream into the core.
-    fn swallow(pause: bool) -> Self {
-        Step::new(
-            Some(Vec::new()),
-            if pause { Flow::Pause } else { Flow::Continue },
-        )
+    /// The input is taken out of the stream into the core.
+    fn swallow(flow: Flow) -> Self {
+        Step::new(Out::none(), flow)
     }
 
     fn with_callout(mut self, request: LlmRequest) -> Self {
@@ -137,7 +168,7 @@ enum Phase {
     Request,
     /// The request is a tool call (or listing, or a legacy event stream).
     Interested,
-    /// Buffering a JSON response body.
+    /// Collecting a JSON response body.
     Buffering,
     /// Rewriting an event stream.
     Streaming,
@@ -157,47 +188,21 @@ pub struct Exchange {
     /// The 2024-11-05 session: from a POST's query, or a GET stream's
     /// `endpoint` event.
     session: Option<String>,
-    /// Request bytes taken out of the stream while the body is read.
+    /// The request body while it is read.
     request_body: Collected,
-    /// Response bytes taken out of the stream while the body is buffered.
+    /// The JSON response body while it is collected.
     response_body: Collected,
+    /// The request's `content-length` stays: its body is never rewritten.
+    request_body_fixed: bool,
     /// Response headers are paused until the body is done.
     hold_headers: bool,
-    /// A JSON body waiting for its callout.
-    job: Option<Job>,
+    /// The response's `content-length`, when it announced one.
+    response_length: Option<usize>,
+    /// A JSON body waiting for its callout, and the bytes that came after
+    /// its value meanwhile.
+    job: Option<(Job, Vec<u8>)>,
     stream: Option<stream::SseState>,
     report: Report,
-}
-
-/// Body bytes the core keeps. Envoy appends each chunk to its own buffer
-/// before calling the plugin and resets the stream when that buffer passes
-/// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
-/// chunk landing on top. So the core takes every chunk out of Envoy's
-/// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
-///
-/// Known gap: a response that ends with trailers has no last body callback,
-/// and the trailers callback has no buffer to write the body back into.
-#[derive(Debug, Default)]
-struct Collected {
-    bytes: Vec<u8>,
-    seen: usize,
-    /// Bytes at the head of the host's next buffer that are already kept
-    /// (the suffix of `bytes` left in Envoy's buffer).
-    in_host: usize,
-}
-
-impl Collected {
-    fn count(&mut self, chunk: &[u8]) -> usize {
-        self.seen = self.seen.saturating_add(chunk.len());
-        self.seen
-    }
-
-    /// Everything kept, then `chunk`.
-    fn take_with(&mut self, chunk: &[u8]) -> Vec<u8> {
-        let mut all = std::mem::take(&mut self.bytes);
-        all.extend_from_slice(chunk);
-        all
-    }
 }
 
 impl Exchange {
@@ -211,138 +216,19 @@ impl Exchange {
             session: None,
             request_body: Collected::default(),
             response_body: Collected::default(),
+            request_body_fixed: false,
             hold_headers: false,
+            response_length: None,
             job: None,
             stream: None,
             report: Report::default(),
         }
     }
 
-    fn pass(&mut self, reason: Reason) {
+    /// Records why the stream goes on unchanged from here, and stops.
+    fn pass_through(&mut self, reason: Reason) {
         self.report.push(Decision::response(reason));
         self.phase = Phase::Done;
-    }
-
-    /// Streamable HTTP: every client message is a POST with a JSON body.
-    /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
-    pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
-        self.scope = self.settings.server_for(head.stream);
-        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
-        let accepts_sse = head
-            .accept
-            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
-        if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
-            self.legacy = true;
-            self.phase = Phase::Interested;
-            return RequestPlan::default();
-        }
-        if !head.method.eq_ignore_ascii_case("POST")
-            || !is(head.content_type, "application/json")
-            || head.end_of_stream
-        {
-            self.pass(Reason::RequestNotJsonRpc);
-            return RequestPlan::default();
-        }
-        self.session_of(head.path);
-        RequestPlan {
-            strip_accept_encoding: self.settings.strip_accept_encoding,
-            read_body: true,
-            remove_content_length: self.strips_intent(),
-        }
-    }
-
-    /// One chunk of the request body. The request is only rewritten when
-    /// the intent argument may need to come out; otherwise every chunk goes
-    /// upstream at once and the core keeps a copy.
-    pub fn request_chunk(
-        &mut self,
-        chunk: &[u8],
-        end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
-    ) -> Step {
-        if self.phase != Phase::Request {
-            return Step::pass();
-        }
-        let rewrites = self.strips_intent();
-        if self.request_body.count(chunk) > self.settings.max_body_bytes {
-            self.pass(Reason::RequestTooLarge);
-            let kept = rewrites && !self.request_body.bytes.is_empty();
-            let body = self.request_body.take_with(chunk);
-            return if kept { Step::send(body) } else { Step::pass() };
-        }
-        if !end_of_stream {
-            self.request_body.bytes.extend_from_slice(chunk);
-            return if rewrites {
-                Step::swallow(false)
-            } else {
-                Step::pass()
-            };
-        }
-        let body = self.request_body.take_with(chunk);
-        match self.request_complete(&body, sessions) {
-            Some(new) => Step::send(new),
-            None if rewrites && body.len() > chunk.len() => Step::send(body),
-            None => Step::pass(),
-        }
-    }
-
-    fn strips_intent(&self) -> bool {
-        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
-    }
-
-    /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of `tools/call` arguments).
-    fn request_complete(
-        &mut self,
-        body: &[u8],
-        sessions: &mut dyn SessionStore,
-    ) -> Option<Vec<u8>> {
-        let arg = self
-            .settings
-            .trim_anywhere()
-            .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
-            self.pass(Reason::RequestNotJsonRpc);
-            return None;
-        };
-        let rewritten = if self.strips_intent() && info.has_method(mcp::TOOLS_CALL) {
-            std::str::from_utf8(body)
-                .ok()
-                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
-                .map(String::into_bytes)
-        } else {
-            None
-        };
-        self.remember_calls(&info, sessions);
-        let wanted = info.has_method(mcp::TOOLS_CALL)
-            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
-        if wanted {
-            self.request = info;
-            self.phase = Phase::Interested;
-        } else {
-            self.pass(Reason::NotToolsCall);
-        }
-        rewritten
-    }
-
-    /// The response began before the request body ended. A server may
-    /// answer as soon as it has read what it needs: over HTTP/2 a client
-    /// can send the end of its stream in a frame of its own, after the body
-    /// reached the server. What was kept of the request decides when it is
-    /// a whole JSON-RPC message (any byte after a whole JSON value would
-    /// make the request invalid anyway); otherwise the stream passes.
-    /// Call before [`Exchange::response_headers`]; a no-op once the
-    /// request ended.
-    pub fn response_started(&mut self, sessions: &mut dyn SessionStore) {
-        if self.phase != Phase::Request {
-            return;
-        }
-        let body = std::mem::take(&mut self.request_body.bytes);
-        // A rewrite of the body could no longer go upstream, and need not:
-        // a body the core forwards as it comes has reached the server; one
-        // it holds back (trim strips the intent argument) has not, so the
-        // server answered without it and the request is over.
-        let _ = self.request_complete(&body, sessions);
     }
 
     pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
@@ -389,7 +275,7 @@ impl Exchange {
             None
         };
         if let Some(r) = reason {
-            self.pass(r);
+            self.pass_through(r);
             return ResponsePlan::Pass;
         }
         if media == "text/event-stream" {
@@ -400,6 +286,8 @@ impl Exchange {
             };
         }
         self.phase = Phase::Buffering;
+        self.response_length = head.content_length;
+        self.response_body.expect(head.content_length);
         // Hold only a body of known length the core will buffer whole: it
         // then ends in one rewrite. A body of unknown length may end past
         // `max_body_bytes`, and held headers would keep a stale length.
@@ -412,6 +300,13 @@ impl Exchange {
         }
     }
 
+    /// The response headers could not be changed as the plan said (the
+    /// host refused): the body must keep its bytes.
+    pub fn response_headers_refused(&mut self, reason: Reason) {
+        self.stream = None;
+        self.pass_through(reason);
+    }
+
     /// One chunk of the response body.
     pub fn response_chunk(
         &mut self,
@@ -419,107 +314,89 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn SessionStore,
     ) -> Step {
+        if let Some((_, after)) = self.job.as_mut() {
+            // Bytes after the value, while its callout runs: they follow it.
+            after.extend_from_slice(chunk);
+            return Step::swallow(Flow::Pause);
+        }
         match self.phase {
             Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
             Phase::Buffering => self.json_chunk(chunk, end_of_stream),
-            _ => Step::pass(),
+            _ => Step::input(),
         }
     }
 
-    /// `buffer`: everything Envoy holds for this callback (the byte it kept
-    /// from the previous one, then the new chunk).
-    fn json_chunk(&mut self, buffer: &[u8], end_of_stream: bool) -> Step {
-        let chunk = buffer.get(self.response_body.in_host..).unwrap_or_default();
-        if self.response_body.count(chunk) > self.settings.max_body_bytes {
-            // What was taken out goes back in front of this chunk, unchanged.
-            self.pass(Reason::ResponseTooLarge);
-            let kept = !self.response_body.bytes.is_empty();
-            let body = self.response_body.take_with(chunk);
-            return if kept { Step::send(body) } else { Step::pass() };
-        }
-        if !end_of_stream {
-            self.response_body.bytes.extend_from_slice(chunk);
-            // Continue on an emptied buffer: a paused body makes Envoy hold
-            // the final replacement against its buffer limit and reset the
-            // stream (seen with a 64 KiB limit). Held headers must pause.
-            return Step::swallow(self.hold_headers);
-        }
-        self.json_end(chunk)
-    }
-
-    /// The whole JSON body is in: run the stages.
-    fn json_end(&mut self, chunk: &[u8]) -> Step {
-        self.phase = Phase::Done;
-        let kept = !self.response_body.bytes.is_empty();
-        let body = self.response_body.take_with(chunk);
-        match pipeline::start(
-            &self.settings,
-            self.scope,
-            &self.request,
-            body,
-            &mut self.report,
-        ) {
-            Err(original) => self.final_body(Output::Unchanged(original), kept),
-            Ok(job) => match job.callout().cloned() {
-                // The host keeps this last chunk while the call runs; the
-                // reply replaces it with the whole body.
-                Some(request) => {
-                    self.job = Some(job);
-                    Step::new(None, Flow::Pause).with_callout(request)
-                }
-                None => {
-                    let out = job.finish(&self.settings, None, &mut self.report);
-                    self.final_body(out, kept)
-                }
-            },
-        }
-    }
-
-    /// Response trailers arrived: the body ended without a last body
-    /// callback. The step's body replaces what Envoy still holds.
+    /// Response trailers arrived: the body ended without a last chunk.
     pub fn response_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
-        match self.phase {
-            Phase::Buffering => self.json_end(&[]),
-            Phase::Streaming => self.stream_chunk(&[], true, sessions),
-            _ => Step::pass(),
+        if self.job.is_some() {
+            return Step::swallow(Flow::Pause);
         }
-    }
-
-    /// The last step of a JSON body: everything the core took out goes
-    /// back, changed or not.
-    fn final_body(&self, out: Output, kept: bool) -> Step {
-        let body = match out {
-            Output::Changed(b) => Some(b),
-            Output::Unchanged(b) if kept => Some(b),
-            Output::Unchanged(_) => None,
-        };
-        let content_length = match (&body, self.hold_headers) {
-            (Some(b), true) => Some(b.len()),
-            _ => None,
-        };
-        Step {
-            body,
-            content_length,
-            flow: Flow::Continue,
-            callout: None,
+        match self.phase {
+            Phase::Buffering => self.json_chunk(&[], true),
+            Phase::Streaming => self.stream_chunk(&[], true, sessions),
+            _ => Step::input(),
         }
     }
 
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
     /// to call; without a pending callout it changes nothing.
     pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
-        if let Some(job) = self.job.take() {
-            let out = job.finish(&self.settings, Some(reply), &mut self.report);
-            return self.final_body(out, true);
+        if let Some((job, after)) = self.job.take() {
+            let (out, original) =
+                job.finish_keeping_original(&self.settings, Some(reply), &mut self.report);
+            return self.final_body(out, original, after);
         }
         if self.stream.is_some() {
             return self.stream_reply(reply, sessions);
         }
-        Step::pass()
+        Step::send(Vec::new())
+    }
+
+    /// Gives up on one direction: from now on its bytes pass unchanged.
+    /// Returns the bytes of it the core holds, in
+    /// order, to be sent before anything else.
+    pub fn abandon(&mut self, direction: Direction) -> Vec<u8> {
+        let held = match direction {
+            Direction::Request => {
+                if self.phase != Phase::Request {
+                    return Vec::new();
+                }
+                // Bytes only read (not held back) went upstream already.
+                let held = std::mem::take(&mut self.request_body.bytes);
+                if self.rewrites_request() {
+                    held
+                } else {
+                    Vec::new()
+                }
+            }
+            Direction::Response => {
+                let mut held = std::mem::take(&mut self.response_body.bytes);
+                if let Some((job, after)) = self.job.take() {
+                    held = job.into_original();
+                    held.extend(after);
+                }
+                if let Some(state) = self.stream.take() {
+                    held.extend(state.into_held());
+                }
+                held
+            }
+        };
+        self.phase = Phase::Done;
+        held
+    }
+
+    /// The response's `content-length` as the server announced it.
+    pub fn announced_length(&self) -> Option<usize> {
+        self.response_length
     }
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Records a decision the driver made (a host refusal, a loss).
+    pub fn record(&mut self, reason: Reason) {
+        self.report.push(Decision::response(reason));
     }
 
     /// Keeps the decision record of a long-lived stream bounded: of the
@@ -534,11 +411,26 @@ impl Exchange {
     }
 
     /// Response bytes the core holds between callbacks: an incomplete
-    /// trailing event, events waiting behind a callout, and a buffered
+    /// trailing event, events waiting behind a callout, and a collected
     /// JSON body.
     pub fn held_bytes(&self) -> usize {
         let stream = self.stream.as_ref().map_or(0, stream::SseState::held_bytes);
-        stream.saturating_add(self.response_body.bytes.len())
+        let job = self
+            .job
+            .as_ref()
+            .map_or(0, |(j, after)| j.body_len().saturating_add(after.len()));
+        stream
+            .saturating_add(self.response_body.bytes.len())
+            .saturating_add(job)
+    }
+
+    /// Request bytes the core holds back (the intent argument may come out).
+    pub fn held_request_bytes(&self) -> usize {
+        if self.phase == Phase::Request && self.rewrites_request() {
+            self.request_body.bytes.len()
+        } else {
+            0
+        }
     }
 
     /// The core wants the request body's bytes (else the host need not
@@ -550,6 +442,11 @@ impl Exchange {
     /// The core wants the response body's bytes.
     pub fn reads_response(&self) -> bool {
         matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.job.is_some()
+    }
+
+    /// A callout is in flight: its block is half-decided.
+    pub fn waiting(&self) -> bool {
+        self.job.is_some() || self.stream.as_ref().is_some_and(stream::SseState::waiting)
     }
 
     /// Nothing more can change on this stream (its report is final unless

@@ -1,31 +1,26 @@
 //! Rewriting a `text/event-stream` response event by event.
 //!
-//! Complete events go out in the same body callback that completed them;
-//! only an incomplete trailing event is held (by the framer). A tool result
-//! whose trim needs a callout holds back what follows it: later chunks are
-//! taken out of the stream into the queue, and the held events go out with
-//! the first chunk after the reply — or, when the stream ends first, the
-//! host pauses on its last chunk and the reply's step replaces that chunk
-//! with everything held.
+//! Complete events go out in the same step that completed them; only an
+//! incomplete trailing event is held (by the framer). A tool result whose
+//! trim needs a callout holds back what follows it: the stream waits
+//! ([`Flow::Pause`]), later chunks queue here, and the reply's step sends
+//! the rewritten event and everything queued behind it at once — whether or
+//! not more upstream bytes ever come.
 
 use std::collections::VecDeque;
 
-use super::{Exchange, Flow, SessionStore, Step};
+use super::{Exchange, Flow, Out, SessionStore, Step};
+use crate::callout::LlmReply;
 use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
-use crate::stage::trim::LlmReply;
 
 #[derive(Debug)]
 pub(super) struct SseState {
     framer: SseFramer,
-    /// The last chunk arrived.
-    ended: bool,
     /// Units waiting behind a pending callout, in stream order.
     queue: VecDeque<Unit>,
-    /// Bytes ready to go, not yet handed to the host.
-    out: Vec<u8>,
     /// The event whose trim callout is in flight.
     pending: Option<(Event, Job)>,
 }
@@ -34,24 +29,69 @@ impl SseState {
     pub(super) fn new(max_event_bytes: usize) -> Self {
         Self {
             framer: SseFramer::new(max_event_bytes),
-            ended: false,
             queue: VecDeque::new(),
-            out: Vec::new(),
             pending: None,
+        }
+    }
+
+    pub(super) fn held_bytes(&self) -> usize {
+        let queued: usize = self.queue.iter().map(|u| u.bytes().len()).sum();
+        let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
+        self.framer.held_bytes() + queued + pending
+    }
+
+    pub(super) fn waiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Everything held, as it came: the pending event, the queue, and the
+    /// framer's incomplete event.
+    pub(super) fn into_held(mut self) -> Vec<u8> {
+        let mut held = self
+            .pending
+            .take()
+            .map(|(e, _)| e.into_raw())
+            .unwrap_or_default();
+        for unit in self.queue.drain(..).chain(self.framer.finish()) {
+            held.extend(unit.into_bytes());
+        }
+        held
+    }
+}
+
+/// What one step sends, and — once a stage changed any of it — what it was.
+#[derive(Default)]
+struct Sent {
+    bytes: Vec<u8>,
+    original: Option<Vec<u8>>,
+}
+
+impl Sent {
+    fn same(&mut self, b: &[u8]) {
+        self.bytes.extend_from_slice(b);
+        if let Some(o) = self.original.as_mut() {
+            o.extend_from_slice(b);
+        }
+    }
+
+    fn changed(&mut self, new: &[u8], was: &[u8]) {
+        let original = self.original.get_or_insert_with(|| self.bytes.clone());
+        original.extend_from_slice(was);
+        self.bytes.extend_from_slice(new);
+    }
+
+    fn event(&mut self, (bytes, was): (Vec<u8>, Option<Vec<u8>>)) {
+        match was {
+            Some(was) => self.changed(&bytes, &was),
+            None => self.same(&bytes),
         }
     }
 }
 
-impl SseState {
-    pub(super) fn held_bytes(&self) -> usize {
-        let queued: usize = self.queue.iter().map(|u| u.bytes().len()).sum();
-        let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
-        self.framer.held_bytes() + queued + self.out.len() + pending
-    }
-}
-
-enum Rewritten {
-    Ready(Vec<u8>),
+/// An event after the pipeline: ready to send, or waiting for its callout.
+enum EventPlan {
+    /// Its bytes, and its original bytes when they changed.
+    Ready(Vec<u8>, Option<Vec<u8>>),
     Callout(Box<(Event, Job)>),
 }
 
@@ -63,15 +103,14 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         let Some(state) = self.stream.as_mut() else {
-            return Step::pass();
+            return Step::input();
         };
         let mut units = state.framer.push(chunk);
         if end_of_stream {
             units.extend(state.framer.finish());
-            state.ended = true;
         }
         state.queue.extend(units);
-        self.drain(Some(chunk), sessions)
+        self.drain(Sent::default(), Some(chunk), sessions)
     }
 
     pub(super) fn stream_reply(
@@ -79,50 +118,27 @@ impl Exchange {
         reply: &LlmReply,
         sessions: &mut dyn SessionStore,
     ) -> Step {
+        let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let bytes = rewritten(
-                event,
-                job.finish(&self.settings, Some(reply), &mut self.report),
-            );
-            if let Some(state) = self.stream.as_mut() {
-                state.out.extend(bytes);
-            }
+            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            sent.event(with_output(event, out));
         }
-        self.drain(None, sessions)
+        self.drain(sent, None, sessions)
     }
 
     /// Runs queued units through the pipeline until the queue is empty or a
     /// callout is needed. `chunk`: the bytes of the current body callback
     /// (`None` after a reply).
-    fn drain(&mut self, chunk: Option<&[u8]>, sessions: &mut dyn SessionStore) -> Step {
-        loop {
-            let Some(state) = self.stream.as_mut() else {
-                return Step::pass();
-            };
-            if state.pending.is_some() {
-                return match (chunk, state.ended) {
-                    // The last chunk stays with the host, paused; the reply
-                    // replaces it with everything held.
-                    (_, true) => Step::new(None, Flow::Pause),
-                    (Some(_), false) => Step::swallow(false),
-                    (None, false) => Step::pass(),
-                };
-            }
-            let Some(unit) = state.queue.pop_front() else {
-                let out = std::mem::take(&mut state.out);
-                return match chunk {
-                    Some(c) if c == out.as_slice() => Step::pass(),
-                    Some(_) => Step::send(out),
-                    // After a reply: the host paused only on the last chunk.
-                    None if state.ended => Step::send(out),
-                    None => {
-                        state.out = out;
-                        Step::pass()
-                    }
-                };
-            };
-            let bytes = match unit {
+    fn drain(
+        &mut self,
+        mut sent: Sent,
+        chunk: Option<&[u8]>,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
+        let mut callout = None;
+        while let Some(unit) = self.next_unit() {
+            match unit {
                 Unit::Passthrough { bytes, reason } => {
                     match reason {
                         PassReason::TooLarge => {
@@ -133,55 +149,60 @@ impl Exchange {
                             .push(Decision::response(Reason::StreamTruncated)),
                         PassReason::NoEvent | PassReason::Continued => {}
                     }
-                    bytes
+                    sent.same(&bytes);
                 }
                 Unit::Event(event) => match self.event(event, sessions) {
-                    Rewritten::Ready(bytes) => bytes,
-                    Rewritten::Callout(pending) => {
-                        let (event, job) = *pending;
-                        let request = job.callout().cloned();
+                    EventPlan::Ready(bytes, was) => sent.event((bytes, was)),
+                    EventPlan::Callout(pending) => {
+                        callout = pending.1.callout().cloned();
                         if let Some(state) = self.stream.as_mut() {
-                            state.pending = Some((event, job));
+                            state.pending = Some(*pending);
                         }
-                        let Some(request) = request else { continue };
-                        // Events before this one go out with this chunk
-                        // unless the stream ended: then the host pauses on
-                        // the last chunk and everything goes with the reply.
-                        let Some(state) = self.stream.as_mut() else {
-                            return Step::pass();
-                        };
-                        let step = match (chunk, state.ended) {
-                            (Some(_), false) => Step::send(std::mem::take(&mut state.out)),
-                            (None, false) => Step::pass(),
-                            (_, true) => Step::new(None, Flow::Pause),
-                        };
-                        return step.with_callout(request);
                     }
                 },
-            };
-            if let Some(state) = self.stream.as_mut() {
-                state.out.extend(bytes);
             }
         }
+        let waiting = self.stream.as_ref().is_some_and(SseState::waiting);
+        let out = match (chunk, sent.original) {
+            (Some(c), None) if c == sent.bytes.as_slice() => Out::Input,
+            (_, original) => Out::Bytes {
+                bytes: sent.bytes,
+                original,
+            },
+        };
+        let step = Step::new(out, if waiting { Flow::Pause } else { Flow::Continue });
+        match callout {
+            Some(request) => step.with_callout(request),
+            None => step,
+        }
+    }
+
+    /// The next queued unit, unless a callout holds the queue.
+    fn next_unit(&mut self) -> Option<Unit> {
+        let state = self.stream.as_mut()?;
+        if state.pending.is_some() {
+            return None;
+        }
+        state.queue.pop_front()
     }
 
     /// One complete event through the pipeline. Only `message` events whose
     /// data is JSON can carry a JSON-RPC response (WHATWG: no `event` field
     /// means `message`).
-    fn event(&mut self, event: Event, sessions: &mut dyn SessionStore) -> Rewritten {
+    fn event(&mut self, event: Event, sessions: &mut dyn SessionStore) -> EventPlan {
         if self.legacy && event.event_type() == "endpoint" {
             if let Some(data) = event.data() {
                 let data = data.to_string();
                 self.endpoint_event(&data);
             }
-            return Rewritten::Ready(event.into_raw());
+            return EventPlan::Ready(event.into_raw(), None);
         }
         if event.event_type() != "message" || !event.looks_like_json() {
-            return Rewritten::Ready(event.into_raw());
+            return EventPlan::Ready(event.into_raw(), None);
         }
         let Some(data) = event.data() else {
             self.report.push(Decision::response(Reason::InvalidUtf8));
-            return Rewritten::Ready(event.into_raw());
+            return EventPlan::Ready(event.into_raw(), None);
         };
         let legacy_request;
         let request = if self.legacy {
@@ -191,7 +212,7 @@ impl Exchange {
             &self.request
         };
         if request.calls.is_empty() {
-            return Rewritten::Ready(event.into_raw());
+            return EventPlan::Ready(event.into_raw(), None);
         }
         let job = pipeline::start(
             &self.settings,
@@ -201,22 +222,24 @@ impl Exchange {
             &mut self.report,
         );
         let Ok(job) = job else {
-            return Rewritten::Ready(event.into_raw());
+            return EventPlan::Ready(event.into_raw(), None);
         };
         if job.callout().is_some() {
-            return Rewritten::Callout(Box::new((event, job)));
+            return EventPlan::Callout(Box::new((event, job)));
         }
-        Rewritten::Ready(rewritten(
-            event,
-            job.finish(&self.settings, None, &mut self.report),
-        ))
+        let out = job.finish(&self.settings, None, &mut self.report);
+        let (bytes, was) = with_output(event, out);
+        EventPlan::Ready(bytes, was)
     }
 }
 
-/// The event with its new data, or as it came.
-fn rewritten(event: Event, data: Output) -> Vec<u8> {
+/// The event with its new data, and its original bytes; or as it came.
+fn with_output(event: Event, data: Output) -> (Vec<u8>, Option<Vec<u8>>) {
     match data.changed().and_then(|d| String::from_utf8(d).ok()) {
-        Some(d) => event.with_data(&d),
-        None => event.into_raw(),
+        Some(d) => {
+            let new = event.with_data(&d);
+            (new, Some(event.into_raw()))
+        }
+        None => (event.into_raw(), None),
     }
 }

@@ -71,28 +71,35 @@ fn into_tool_call(e: &mut Exchange) {
     );
     let (a, b) = CALL.split_at(10);
     // Without trim the request is only read: chunks go upstream untouched.
-    assert_eq!(e.request_chunk(a, false, &mut NoSessions), Step::pass());
-    assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::pass());
+    assert_eq!(e.request_chunk(a, false, &mut NoSessions), Step::input());
+    assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::input());
 }
 
-/// Sends a response body in chunks the way the host does; returns what the
-/// client receives and the steps.
+/// The bytes a step sends on, given the bytes handed in.
+fn sent_by(step: &Step, input: &[u8]) -> Vec<u8> {
+    match &step.out {
+        Out::Input => input.to_vec(),
+        Out::Bytes { bytes, .. } => bytes.clone(),
+    }
+}
+
+/// The bytes of a step that is not the input unchanged.
+fn out_of(step: &Step) -> Option<&[u8]> {
+    match &step.out {
+        Out::Input => None,
+        Out::Bytes { bytes, .. } => Some(bytes),
+    }
+}
+
+/// Sends a response body in chunks; returns what goes on, in order, and
+/// the steps.
 fn respond(e: &mut Exchange, chunks: &[&[u8]]) -> (Vec<u8>, Vec<Step>) {
     let mut sent = Vec::new();
     let mut steps = Vec::new();
-    // What Envoy keeps for a paused body comes back with the next chunk.
-    let mut envoy: Vec<u8> = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
         let end = i + 1 == chunks.len();
-        envoy.extend_from_slice(chunk);
-        let buffer = std::mem::take(&mut envoy);
-        let step = e.response_chunk(&buffer, end, &mut NoSessions);
-        let out = step.body.clone().unwrap_or(buffer);
-        if step.flow == Flow::Pause && !end {
-            envoy = out;
-        } else {
-            sent.extend(out);
-        }
+        let step = e.response_chunk(chunk, end, &mut NoSessions);
+        sent.extend(sent_by(&step, chunk));
         steps.push(step);
     }
     (sent, steps)
@@ -113,7 +120,7 @@ fn a_json_tool_result_is_collected_and_rewritten() {
     let (sent, steps) = respond(&mut e, &[a, b]);
     assert_eq!(
         steps[0],
-        Step::swallow(false),
+        Step::swallow(Flow::Continue),
         "the chunk is taken out of Envoy's buffer"
     );
     let v: Value = serde_json::from_slice(&sent).unwrap();
@@ -133,7 +140,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     let stream = StreamInfo::default();
     let mut e = exchange("{}");
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    assert_eq!(e.request_chunk(CALL, false, &mut NoSessions), Step::pass());
+    assert_eq!(e.request_chunk(CALL, false, &mut NoSessions), Step::input());
     e.response_started(&mut NoSessions);
     assert!(!e.reads_request());
     assert_eq!(
@@ -143,7 +150,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
         }
     );
     // The request's end arriving late changes nothing.
-    assert_eq!(e.request_chunk(b"", true, &mut NoSessions), Step::pass());
+    assert_eq!(e.request_chunk(b"", true, &mut NoSessions), Step::input());
     let body = result_data(1);
     let (sent, _) = respond(&mut e, &[body.as_bytes()]);
     assert!(String::from_utf8(sent).unwrap().contains("[mcp-toon/v1]"));
@@ -186,7 +193,7 @@ fn unchanged_bodies_go_back_exactly() {
     into_tool_call(&mut e);
     e.response_headers(json_head(200));
     let (_, steps) = respond(&mut e, &[body.as_bytes()]);
-    assert_eq!(steps[0], Step::pass());
+    assert_eq!(steps[0], Step::input());
 }
 
 #[test]
@@ -285,7 +292,7 @@ fn other_methods_and_oversize_requests_pass() {
     e.request_headers(head(&stream, "POST", Some("application/json")));
     assert_eq!(
         e.request_chunk(&[b' '; 4096], false, &mut NoSessions),
-        Step::pass()
+        Step::input()
     );
     assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
     assert_eq!(
@@ -360,16 +367,21 @@ fn oversize_response_releases_what_it_took_and_passes() {
     let mut e = exchange(r#"{"max_body_bytes":2048}"#);
     into_tool_call(&mut e);
     e.response_headers(json_head(200));
-    let body: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    // A JSON string that never ends within the limit.
+    let body: Vec<u8> = b"{\"t\":\""
+        .iter()
+        .copied()
+        .chain((0..4993u32).map(|i| b'a' + (i % 26) as u8))
+        .collect();
     let chunks: Vec<&[u8]> = body.chunks(1000).collect();
     let (sent, steps) = respond(&mut e, &chunks);
     assert_eq!(sent, body, "every byte arrives, in order");
     assert_eq!(
-        steps[2].body.as_ref().map(Vec::len),
+        out_of(&steps[2]).map(<[u8]>::len),
         Some(3000),
         "what was taken goes back in front of the chunk"
     );
-    assert_eq!(steps[3], Step::pass());
+    assert_eq!(steps[3], Step::input());
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
@@ -408,10 +420,10 @@ mod trim {
         let (a, b) = CALL_WITH_INTENT.split_at(30);
         assert_eq!(
             e.request_chunk(a, false, &mut NoSessions),
-            Step::swallow(false)
+            Step::swallow(Flow::Continue)
         );
         let step = e.request_chunk(b, true, &mut NoSessions);
-        let sent = text_of(&step.body.unwrap());
+        let sent = text_of(out_of(&step).unwrap());
         assert!(
             !sent.contains("expected_info") && sent.contains(r#""name":"rows""#),
             "{sent}"
@@ -427,13 +439,13 @@ mod trim {
         let (a, b) = body.as_bytes().split_at(100);
         assert_eq!(
             e.response_chunk(a, false, &mut NoSessions),
-            Step::swallow(false)
+            Step::swallow(Flow::Continue)
         );
         let step = e.response_chunk(b, true, &mut NoSessions);
         assert_eq!(
-            (step.body.as_ref(), step.flow),
-            (None, Flow::Pause),
-            "the host keeps the last chunk"
+            (out_of(&step), step.flow),
+            (Some(&b""[..]), Flow::Pause),
+            "everything waits for the reply"
         );
         let call = step.callout.unwrap();
         assert!(text_of(&call.body).contains("ids 1 and 2"));
@@ -441,7 +453,7 @@ mod trim {
         let (extracted, reply) = reply();
         let done = e.callout_reply(&reply, &mut NoSessions);
         assert_eq!(done.flow, Flow::Continue);
-        let v: Value = serde_json::from_slice(&done.body.unwrap()).unwrap();
+        let v: Value = serde_json::from_slice(out_of(&done).unwrap()).unwrap();
         assert_eq!(v["result"]["content"][0]["text"], extracted);
         assert_eq!(
             reasons(&e),
@@ -463,7 +475,7 @@ mod trim {
         e.response_chunk(a, false, &mut NoSessions);
         assert!(e.response_chunk(b, true, &mut NoSessions).callout.is_some());
         let done = e.callout_reply(&LlmReply::NotSent, &mut NoSessions);
-        assert_eq!(done.body.as_deref(), Some(body.as_bytes()));
+        assert_eq!(out_of(&done), Some(body.as_bytes()));
         assert_eq!(
             reasons(&e),
             vec![
@@ -483,20 +495,20 @@ mod trim {
         // Progress, then the result: progress goes out, the call starts.
         let chunk = format!("{progress}{result}");
         let step = e.response_chunk(chunk.as_bytes(), false, &mut NoSessions);
-        assert_eq!(step.body.as_deref(), Some(progress.as_bytes()));
-        assert_eq!(step.flow, Flow::Continue);
+        assert_eq!(out_of(&step), Some(progress.as_bytes()));
+        assert_eq!(step.flow, Flow::Pause, "what follows waits for the reply");
         assert!(step.callout.is_some());
-        // The stream ends while the call runs: the host pauses on it.
+        // The stream ends while the call runs: its last events queue.
         let tail = format!("data: {}\n\n", super::streams::PROGRESS);
         let step = e.response_chunk(tail.as_bytes(), true, &mut NoSessions);
         assert_eq!(
-            (step.body, step.flow, step.callout),
-            (None, Flow::Pause, None)
+            (out_of(&step), step.flow, step.callout.is_some()),
+            (Some(&b""[..]), Flow::Pause, false)
         );
         let (extracted, reply) = reply();
         let done = e.callout_reply(&reply, &mut NoSessions);
         assert_eq!(done.flow, Flow::Continue);
-        let out = text_of(&done.body.unwrap());
+        let out = text_of(out_of(&done).unwrap());
         assert!(out.ends_with(&tail), "held events follow in order");
         let data = out
             .strip_prefix("data: ")
@@ -508,21 +520,27 @@ mod trim {
         assert_eq!(v["result"]["content"][0]["text"], extracted);
     }
 
+    /// Issue 13: on a long-lived stream the next upstream byte may never
+    /// come; the reply's step sends the result itself.
     #[test]
-    fn sse_reply_before_the_end_goes_out_with_the_next_chunk() {
+    fn sse_reply_before_the_end_goes_out_with_the_reply() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
         e.response_headers(super::streams::sse_head());
         let result = format!("data: {}\n\n", result_data(1));
         let step = e.response_chunk(result.as_bytes(), false, &mut NoSessions);
         assert!(step.callout.is_some());
-        let (_, reply) = reply();
+        let (extracted, reply) = reply();
         let after = e.callout_reply(&reply, &mut NoSessions);
-        assert_eq!((after.body, after.flow), (None, Flow::Continue));
+        assert_eq!(after.flow, Flow::Continue);
+        let out = text_of(out_of(&after).unwrap());
+        assert!(
+            out.starts_with("data: {") && out.contains(&extracted.replace('"', "\\\"")),
+            "{out}"
+        );
         let last = b": bye\n\n";
         let step = e.response_chunk(last, true, &mut NoSessions);
-        let out = text_of(&step.body.unwrap());
-        assert!(out.starts_with("data: {") && out.ends_with(": bye\n\n"));
+        assert_eq!(step, Step::input());
     }
 }
 
@@ -556,10 +574,10 @@ mod streams {
         let second = format!("{}\r\n\r\n", &data[20..]);
         let (_, steps) = respond(&mut e, &[first.as_bytes(), second.as_bytes()]);
         assert_eq!(
-            text_of(steps[0].body.as_ref().unwrap()),
+            text_of(out_of(&steps[0]).unwrap()),
             format!("event: message\r\ndata: {PROGRESS}\r\n\r\n")
         );
-        let out2 = text_of(steps[1].body.as_ref().unwrap());
+        let out2 = text_of(out_of(&steps[1]).unwrap());
         let data = out2
             .strip_prefix("data: ")
             .unwrap()
@@ -659,7 +677,7 @@ mod streams {
             result_data(7)
         );
         let step = e.response_chunk(stream.as_bytes(), false, shared);
-        text_of(&step.body.unwrap())
+        text_of(out_of(&step).unwrap())
     }
 
     #[test]
@@ -677,7 +695,7 @@ mod streams {
         let step = get.response_chunk(stream.as_bytes(), false, &mut shared);
         assert_eq!(
             step,
-            Step::pass(),
+            Step::input(),
             "the per-tool override applied: nothing changed"
         );
         assert_eq!(get.report().decisions[0].tool.as_deref(), Some("quiet"));
@@ -738,10 +756,14 @@ mod streams {
             // Each chunk ends inside the next event.
             let (head, tail) = event.split_at(event.len() / 2);
             let first = e.response_chunk(head.as_bytes(), false, &mut NoSessions);
-            assert_eq!(first.body, Some(Vec::new()), "an incomplete event is held");
+            assert_eq!(
+                out_of(&first),
+                Some(&b""[..]),
+                "an incomplete event is held"
+            );
             most = most.max(e.held_bytes());
             let second = e.response_chunk(tail.as_bytes(), false, &mut NoSessions);
-            assert_eq!(second.body.as_deref(), Some(event.as_bytes()));
+            assert_eq!(out_of(&second), Some(event.as_bytes()));
             assert_eq!(e.held_bytes(), 0, "a complete event goes out at once");
         }
         assert!(most <= progress(4999).len() / 2, "{most}");

@@ -1,14 +1,19 @@
 //! JSON helpers the stages share: exact number comparison, value identity
-//! (key order included) and a strict parse that refuses duplicate keys.
+//! (key order included), a strict parse and in-place object reads that
+//! refuse duplicate keys, and where a streamed body's JSON value ends.
 //!
 //! `serde_json` is built with `arbitrary_precision`, so a parsed
 //! [`serde_json::Number`] keeps the exact spelling from the source; these
 //! helpers compare numbers by exact decimal value, never through `f64`.
 
 mod decimal;
+mod end;
+mod object;
 mod strict;
 
 pub use decimal::Decimal;
+pub use end::{EndScanner, Progress};
+pub use object::{members, object};
 pub use strict::{parse_strict, StrictError};
 
 use serde_json::Value;

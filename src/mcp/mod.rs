@@ -22,6 +22,17 @@ pub const TOOLS_CALL: &str = "tools/call";
 /// The listing `annotate_tools` adds the decode hint to.
 pub const TOOLS_LIST: &str = "tools/list";
 
+/// The messages of a body: one object, or the elements of a batch array
+/// (JSON-RPC 2.0 §6); `None` when the body is neither. Every reader of a
+/// body (requests, responses, the intent argument) splits it here.
+pub fn messages(text: &str) -> Option<Vec<&RawValue>> {
+    if text.trim_start().starts_with('[') {
+        serde_json::from_str(text).ok()
+    } else {
+        serde_json::from_str(text).ok().map(|one| vec![one])
+    }
+}
+
 /// A JSON-RPC id as a canonical string (its JSON text after a re-parse, so
 /// `"a\u0062"` and `"ab"` match), used to pair responses with requests.
 pub fn id_key(raw: &RawValue) -> Option<String> {

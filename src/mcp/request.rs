@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{id_key, TOOLS_CALL};
+use super::{id_key, messages, TOOLS_CALL};
+use crate::json::object;
 
 /// One request (not a notification: those have no id and no response).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,26 +52,18 @@ impl RequestInfo {
     /// from the argument named `intent_argument`.
     pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
-        let trimmed = text.trim_start();
-        let raws: Vec<&RawValue> = if trimmed.starts_with('[') {
-            serde_json::from_str(text).ok()?
-        } else {
-            vec![serde_json::from_str(text).ok()?]
-        };
         let mut calls = Vec::new();
-        for raw in raws {
-            let Ok(req) = serde_json::from_str::<RawRequest>(raw.get()) else {
-                continue;
-            };
+        // A message that is no object, or has a field twice, is not
+        // understood: the body is left alone (crate::json::object).
+        for raw in messages(text)? {
+            let req: RawRequest = object(raw)?;
             let (Some(id), Some(method)) = (req.id.and_then(id_key), req.method) else {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
             let (tool, intent) = match params {
                 Some(p) if method == TOOLS_CALL => (
-                    serde_json::from_str::<CallParams>(p.get())
-                        .ok()
-                        .and_then(|p| p.name),
+                    object::<CallParams>(p).and_then(|p| p.name),
                     intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
                 ),
                 _ => (None, None),
@@ -134,5 +127,19 @@ mod tests {
     fn not_json_rpc() {
         assert_eq!(RequestInfo::parse(b"hello"), None);
         assert_eq!(RequestInfo::parse(&[0xff, 0xfe]), None);
+    }
+
+    /// One rule for every reader (crate::json::object): a field read twice
+    /// leaves the body alone, as a response with one does.
+    #[test]
+    fn a_field_written_twice_is_not_understood() {
+        let twice =
+            br#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"t"}}"#;
+        assert_eq!(RequestInfo::parse(twice), None);
+        let tool =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}"#;
+        assert_eq!(RequestInfo::parse(tool).unwrap().calls[0].tool, None);
+        let response = r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#;
+        assert!(crate::mcp::parse_messages(response).is_none());
     }
 }

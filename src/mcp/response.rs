@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::id_key;
+use super::{id_key, messages};
+use crate::json::object;
 
 /// One JSON-RPC response of a body.
 #[derive(Debug)]
@@ -33,17 +34,10 @@ struct RawMessage<'a> {
 /// body is not that (or has a known field twice: JSON-RPC cannot say which
 /// one counts, so the body is left alone).
 pub fn parse_messages(text: &str) -> Option<Vec<Message<'_>>> {
-    let raws: Vec<&RawValue> = if text.trim_start().starts_with('[') {
-        serde_json::from_str(text).ok()?
-    } else {
-        vec![serde_json::from_str(text).ok()?]
-    };
+    let raws = messages(text)?;
     let mut out = Vec::with_capacity(raws.len());
     for raw in raws {
-        if !raw.get().starts_with('{') {
-            return None;
-        }
-        let m: RawMessage = serde_json::from_str(raw.get()).ok()?;
+        let m: RawMessage = object(raw)?;
         // A request or notification from the server (sampling, progress):
         // its id lives in the server's id space, never one of ours.
         if m.method.is_some() {

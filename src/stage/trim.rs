@@ -1,6 +1,7 @@
 //! The trim stage: ask an OpenAI-compatible `/chat/completions` endpoint to
 //! keep only what serves the caller's declared intent. The core builds the
-//! request and judges the reply; the adapter performs the HTTP call.
+//! request and judges the reply; the driver has the host make the HTTP call
+//! ([`crate::callout`]).
 //!
 //! Fail-open: every failure (timeout, transport error, non-2xx, a reply that
 //! is not the expected JSON, an empty or larger extraction) leaves the
@@ -9,6 +10,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
+pub use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{TrimBlocks, TrimSettings};
 use crate::outcome::Reason;
 
@@ -17,40 +19,6 @@ use crate::outcome::Reason;
 pub const SYSTEM_PROMPT: &str = "You reduce tool results for an AI agent. You receive the agent's intent and the output of a tool. Return only the parts of the tool output that serve the intent, copied exactly: keep numbers, ids, names, dates, URLs and quoted values character for character, keep the original format (if the output is JSON, return valid JSON of the same structure with the irrelevant items or fields left out). Do not summarise, explain, add commentary or wrap the answer in code fences. If everything is relevant, return the output unchanged.";
 
 const ALL_BLOCKS_RULE: &str = "The tool output has several numbered parts. Answer with a JSON array of strings, one per part in the same order, each holding the reduced part (an empty string for a part with nothing relevant), and nothing else.";
-
-/// An HTTP call for the adapter to make.
-#[derive(Clone, PartialEq, Eq)]
-pub struct LlmRequest {
-    pub cluster: String,
-    /// Pseudo-headers (`:method`, `:path`, `:authority`) first, then the rest.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub timeout_ms: u64,
-}
-
-// Headers may carry the client secret: Debug never shows header values.
-impl std::fmt::Debug for LlmRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
-        f.debug_struct("LlmRequest")
-            .field("cluster", &self.cluster)
-            .field("headers", &names)
-            .field("body_bytes", &self.body.len())
-            .field("timeout_ms", &self.timeout_ms)
-            .finish()
-    }
-}
-
-/// What came back from the host's HTTP call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LlmReply {
-    /// A response with a status and a body.
-    Response { status: u16, body: Vec<u8> },
-    /// No response: the call failed or timed out after `elapsed_ms`.
-    Failed { elapsed_ms: u64 },
-    /// The host refused to start the call (for example an unknown cluster).
-    NotSent,
-}
 
 /// Builds the chat-completions request for `blocks` (one, or all of a
 /// response's text blocks) and the caller's intent.

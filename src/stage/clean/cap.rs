@@ -19,8 +19,8 @@
 use std::fmt::Write as _;
 
 use super::{Applied, Transform};
-use crate::config::Header;
 use crate::marker;
+use crate::marker::Header;
 
 /// What the text to cap is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -80,7 +80,7 @@ fn convert(text: &str) -> Option<String> {
 
 /// html5ever logs every character at trace level and every token at debug
 /// level, formatting each; under a logger that lets them through (the
-/// proxy-wasm adapter sets Trace, and every record is a host call)
+/// proxy-wasm adapter lets Debug through, and every record is a host call)
 /// conversion runs about ten times slower. While any conversion runs, the
 /// `log` crate's global level is held at Info at most; the last one to
 /// finish puts the level back. A mutex keeps concurrent conversions (a

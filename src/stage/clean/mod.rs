@@ -43,6 +43,7 @@ mod whitespace;
 #[cfg(test)]
 mod tests;
 
+pub use crate::config::CleanSettings;
 pub use cap::{can_hold_first_row, cap, Capped, Framing};
 pub use html::SUPPORTED as HTML_SUPPORTED;
 
@@ -51,68 +52,6 @@ use serde::de::IgnoredAny;
 use crate::marker;
 use crate::outcome::Reason;
 use crate::stage::literal_len;
-
-/// Resolved `clean` settings for one block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CleanSettings {
-    /// Convert text that is an HTML document or fragment to Markdown.
-    pub html_to_markdown: bool,
-    /// Replace base64 runs and `data:` URIs with `<stripped: N bytes>`.
-    pub strip_base64: bool,
-    /// Remove object members whose value is `null` (JSON blocks only).
-    pub remove_nulls: bool,
-    /// Shrink runs of spaces and blank lines outside fenced code blocks.
-    pub collapse_whitespace: bool,
-    /// Re-emit pretty-printed JSON compact when that saves enough.
-    pub compact_json: bool,
-    /// Blocks shorter than this (bytes) are left alone by every transform.
-    pub min_bytes: usize,
-    /// Shortest base64 run (characters, padding excluded) that is stripped.
-    pub base64_min_chars: usize,
-    /// Cap on a block's final text in bytes, applied by [`cap`]; 0 = none.
-    pub max_text_bytes: usize,
-}
-
-impl Default for CleanSettings {
-    fn default() -> Self {
-        // Only the lossless transform is on by default: an agent copies
-        // what it reads into edits, patches and searches, so by default no
-        // character of content may change (README "What it promises").
-        // The lossy ones are opt-in per server and per tool.
-        Self {
-            html_to_markdown: false,
-            strip_base64: false,
-            remove_nulls: false,
-            collapse_whitespace: false,
-            compact_json: true,
-            min_bytes: 500,
-            base64_min_chars: 256,
-            max_text_bytes: 0,
-        }
-    }
-}
-
-impl CleanSettings {
-    /// Every transform that changes content off (the others as default).
-    pub fn lossless_only() -> Self {
-        Self {
-            html_to_markdown: false,
-            strip_base64: false,
-            remove_nulls: false,
-            collapse_whitespace: false,
-            ..Self::default()
-        }
-    }
-
-    /// Every transform off: [`clean`] returns without looking at the text.
-    pub fn all_off(&self) -> bool {
-        !(self.html_to_markdown
-            || self.strip_base64
-            || self.remove_nulls
-            || self.collapse_whitespace
-            || self.compact_json)
-    }
-}
 
 /// One transform of the clean stage (the cap included, which the pipeline
 /// applies last).

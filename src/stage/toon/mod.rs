@@ -9,6 +9,7 @@
 
 mod classify;
 pub mod fast;
+mod number;
 
 pub use classify::{classify, NotTable};
 
@@ -23,7 +24,7 @@ use crate::stage::literal_len;
 
 /// Encodes one text block, or says why it stays as it is.
 ///
-/// `literal_len` is the size of the block's JSON string literal on the wire;
+/// `wire_len` is the size of the block's JSON string literal on the wire;
 /// adaptive mode never lets that grow either.
 pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
     if s.mode == Mode::Off {
@@ -156,9 +157,9 @@ fn uniform_key_order(value: &Value, depth: usize) -> bool {
 /// source's decimal value. Integers beyond 2^64 and floats with more digits
 /// than an f64 holds do not.
 fn survives(n: &serde_json::Number) -> bool {
-    // One rule for both paths (fast/number.rs says why it checks two
-    // spellings of a double).
-    fast::exact_number(&n.to_string()).is_some()
+    // One rule for both paths (number.rs says why it checks two spellings
+    // of a double).
+    number::exact_form(&n.to_string()).is_some()
 }
 
 #[cfg(test)]

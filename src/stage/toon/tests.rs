@@ -1,7 +1,8 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::config::{Header, ToonSettings};
+use crate::config::ToonSettings;
+use crate::marker::Header;
 
 fn settings() -> ToonSettings {
     ToonSettings {

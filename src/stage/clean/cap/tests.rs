@@ -7,8 +7,8 @@
 )]
 
 use super::{can_hold_first_row, cap, Capped, Framing};
-use crate::config::Header;
 use crate::marker;
+use crate::marker::Header;
 use crate::stage::clean::Transform;
 
 const M: &str = "[mcp-toon/v1] TOON";

@@ -34,7 +34,6 @@ mod decode;
 mod emit;
 mod number;
 
-pub(crate) use number::generic as exact_number;
 mod parse;
 mod tree;
 

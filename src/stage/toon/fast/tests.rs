@@ -21,8 +21,9 @@ use serde_json::{Map, Number, Value};
 use toon_format::types::{Delimiter, EncodeOptions, Indent};
 
 use super::{encode, to_toon, verifies, Fast};
-use crate::config::{Header, Mode, ToonSettings};
+use crate::config::{Mode, ToonSettings};
 use crate::json;
+use crate::marker::Header;
 use crate::stage::literal_len;
 use crate::stage::toon::{encode_generic, exact, from_toon, to_toon_with};
 

@@ -1,0 +1,442 @@
+//! A host that keeps one exchange in memory and moves its bytes the way
+//! Envoy's wasm host does (proxy-wasm ABI 0.2.1 as Envoy implements it):
+//! - a body callback's buffer holds the new chunk, after whatever the
+//!   previous callback kept by pausing; `Continue` sends the buffer on;
+//! - outside a body callback the body is writable only while paused;
+//! - a paused response goes on when resumed, after the callback that asked;
+//! - response headers are writable until they go out: when their callback
+//!   continues, or, when it paused them, with the first body callback that
+//!   continues.
+//!
+//! The component and the CLI run the driver on it; the scripted test host
+//! ([`crate::sim`]) adds chunking, callout replies and refusals. Any host
+//! call can be made to fail ([`MemoryHost::refuse`]), which Envoy cannot be
+//! made to do on demand.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::Driver;
+use crate::callout::{LlmReply, LlmRequest};
+use crate::host::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+
+/// The host calls, for refusing some of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Call {
+    Header,
+    SetHeader,
+    RemoveHeader,
+    Body,
+    ReplaceBody,
+    Property,
+    SetProperty,
+    Dispatch,
+    Resume,
+    SharedGet,
+    SharedSet,
+    Count,
+    Gauge,
+}
+
+impl Call {
+    pub const ALL: [Call; 13] = [
+        Call::Header,
+        Call::SetHeader,
+        Call::RemoveHeader,
+        Call::Body,
+        Call::ReplaceBody,
+        Call::Property,
+        Call::SetProperty,
+        Call::Dispatch,
+        Call::Resume,
+        Call::SharedGet,
+        Call::SharedSet,
+        Call::Count,
+        Call::Gauge,
+    ];
+}
+
+/// The status a refused call returns (proxy-wasm `BadArgument`, what Envoy
+/// answers for a body it has no buffer for).
+pub const REFUSED: HostError = HostError(2);
+
+/// Everything about one direction of the exchange.
+#[derive(Debug, Default)]
+struct Side {
+    headers: Vec<(String, String)>,
+    /// Headers went out: no more changes.
+    headers_sent: bool,
+    /// The headers callback paused them.
+    headers_held: bool,
+    /// What the host's buffer holds now.
+    buffer: Vec<u8>,
+    /// What went on, in order.
+    sent: Vec<u8>,
+    paused: bool,
+    resumed: bool,
+    trailers: bool,
+    trailers_waiting: bool,
+    trailers_sent: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct MemoryHost {
+    request: Side,
+    response: Side,
+    /// `xds.route_name` and the like, keyed by the path's segments joined
+    /// with `.`.
+    pub properties: HashMap<String, Vec<u8>>,
+    pub shared: HashMap<String, Vec<u8>>,
+    pub counters: HashMap<String, u64>,
+    pub gauges: HashMap<String, u64>,
+    /// Accept callouts (else `dispatch` is refused: a host without an HTTP
+    /// client, where trim fails open at once).
+    pub callouts_allowed: bool,
+    /// Callouts made, in order; the last may await its reply.
+    pub callouts: Vec<LlmRequest>,
+    /// The reply being handed to the driver.
+    reply: Option<(Option<u16>, Vec<u8>)>,
+    /// The body callback running, if any.
+    in_body: Option<Direction>,
+    now: Cell<u64>,
+    /// Calls to refuse: (call, n) refuses the n-th call of that kind
+    /// (0-based); (call, usize::MAX) refuses all of them.
+    pub refuse: HashSet<(Call, usize)>,
+    calls: RefCell<HashMap<Call, usize>>,
+    pub logs: RefCell<Vec<String>>,
+}
+
+impl MemoryHost {
+    /// A POST to `/mcp` with these extra request headers.
+    pub fn post(headers: &[(&str, &str)]) -> Self {
+        let mut host = MemoryHost::default();
+        host.request.headers = [(":method", "POST"), (":path", "/mcp")]
+            .iter()
+            .chain(headers)
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        host
+    }
+
+    /// Sets (or adds) one request header before the request starts.
+    pub fn set_request_header(&mut self, name: &str, value: &str) {
+        self.request.headers.retain(|(n, _)| n != name);
+        self.request
+            .headers
+            .push((name.to_string(), value.to_string()));
+    }
+
+    /// Sets the response headers the server sends.
+    pub fn respond(&mut self, headers: &[(&str, &str)]) {
+        self.response.headers = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+    }
+
+    fn side(&mut self, d: Direction) -> &mut Side {
+        match d {
+            Direction::Request => &mut self.request,
+            Direction::Response => &mut self.response,
+        }
+    }
+
+    fn side_ref(&self, d: Direction) -> &Side {
+        match d {
+            Direction::Request => &self.request,
+            Direction::Response => &self.response,
+        }
+    }
+
+    /// What went on in one direction.
+    pub fn sent(&self, d: Direction) -> &[u8] {
+        &self.side_ref(d).sent
+    }
+
+    /// A header as it went out (or as it stands now).
+    pub fn header_value(&self, d: Direction, name: &str) -> Option<&str> {
+        let side = self.side_ref(d);
+        side.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The headers of one direction arrive.
+    pub fn headers(&mut self, driver: &mut Driver, d: Direction, end_of_stream: bool) -> Action {
+        let action = match d {
+            Direction::Request => driver.request_headers(self, end_of_stream),
+            Direction::Response => driver.response_headers(self, end_of_stream),
+        };
+        let side = self.side(d);
+        match action {
+            Action::Continue => side.headers_sent = true,
+            Action::Pause => side.headers_held = true,
+        }
+        action
+    }
+
+    /// One chunk of a body arrives.
+    pub fn body(&mut self, driver: &mut Driver, d: Direction, chunk: &[u8], end: bool) -> Action {
+        let side = self.side(d);
+        side.buffer.extend_from_slice(chunk);
+        let size = side.buffer.len();
+        self.in_body = Some(d);
+        let action = match d {
+            Direction::Request => driver.request_body(self, size, end),
+            Direction::Response => driver.response_body(self, size, end),
+        };
+        self.in_body = None;
+        let side = self.side(d);
+        match action {
+            Action::Continue => {
+                side.headers_sent = true;
+                side.paused = false;
+                let bytes = std::mem::take(&mut side.buffer);
+                side.sent.extend(bytes);
+            }
+            Action::Pause => side.paused = true,
+        }
+        self.apply_resume(d);
+        action
+    }
+
+    /// Trailers end a body.
+    pub fn trailers(&mut self, driver: &mut Driver, d: Direction) -> Action {
+        self.side(d).trailers = true;
+        let action = match d {
+            Direction::Request => driver.request_trailers(self),
+            Direction::Response => driver.response_trailers(self),
+        };
+        match action {
+            Action::Continue => self.go_on(d),
+            Action::Pause => self.side(d).trailers_waiting = true,
+        }
+        self.apply_resume(d);
+        action
+    }
+
+    /// Hands the reply to the callout in flight to the driver.
+    pub fn reply(&mut self, driver: &mut Driver, reply: &LlmReply) {
+        self.now.set(self.now.get() + 1);
+        let (status, body) = match reply {
+            LlmReply::Response { status, body } => (Some(*status), body.clone()),
+            LlmReply::Failed { elapsed_ms } => {
+                self.now.set(self.now.get() + elapsed_ms);
+                (None, Vec::new())
+            }
+            LlmReply::NotSent => (None, Vec::new()),
+        };
+        let size = body.len();
+        self.reply = Some((status, body));
+        driver.callout_reply(self, size);
+        self.reply = None;
+        self.apply_resume(Direction::Response);
+    }
+
+    /// The stream ends (completed or reset).
+    pub fn end(&mut self, driver: &mut Driver) {
+        driver.log(self);
+    }
+
+    /// A buffered body (and waiting trailers) go on.
+    fn go_on(&mut self, d: Direction) {
+        let side = self.side(d);
+        side.headers_sent = true;
+        side.paused = false;
+        let bytes = std::mem::take(&mut side.buffer);
+        side.sent.extend(bytes);
+        if side.trailers {
+            side.trailers_waiting = false;
+            side.trailers_sent = true;
+        }
+    }
+
+    fn apply_resume(&mut self, d: Direction) {
+        if std::mem::take(&mut self.side(d).resumed) {
+            self.go_on(d);
+        }
+    }
+
+    /// The headers callback paused the direction's headers.
+    pub fn headers_held(&self, d: Direction) -> bool {
+        self.side_ref(d).headers_held
+    }
+
+    /// Whether the direction's trailers went on.
+    pub fn trailers_sent(&self, d: Direction) -> bool {
+        self.side_ref(d).trailers_sent
+    }
+
+    /// The direction is stopped (paused body or trailers waiting).
+    pub fn stopped(&self, d: Direction) -> bool {
+        let s = self.side_ref(d);
+        s.paused || s.trailers_waiting || (s.headers_held && !s.headers_sent)
+    }
+
+    fn check(&self, call: Call) -> HostResult<()> {
+        let mut calls = self.calls.borrow_mut();
+        let n = calls.entry(call).or_insert(0);
+        let this = *n;
+        *n += 1;
+        if self.refuse.contains(&(call, this)) || self.refuse.contains(&(call, usize::MAX)) {
+            return Err(REFUSED);
+        }
+        Ok(())
+    }
+
+    /// How many calls of a kind the driver made.
+    pub fn calls(&self, call: Call) -> usize {
+        self.calls.borrow().get(&call).copied().unwrap_or(0)
+    }
+
+    fn headers_of(&self, map: Headers) -> Option<&Side> {
+        match map {
+            Headers::Request => Some(&self.request),
+            Headers::Response => Some(&self.response),
+            Headers::CalloutReply => None,
+        }
+    }
+
+    fn writable_headers(&mut self, map: Headers) -> HostResult<&mut Side> {
+        let side = match map {
+            Headers::Request => &mut self.request,
+            Headers::Response => &mut self.response,
+            Headers::CalloutReply => return Err(REFUSED),
+        };
+        if side.headers_sent {
+            return Err(REFUSED);
+        }
+        Ok(side)
+    }
+
+    fn buffer_of(&mut self, body: Body) -> HostResult<&mut Vec<u8>> {
+        let d = match body {
+            Body::Request => Direction::Request,
+            Body::Response => Direction::Response,
+            Body::CalloutReply => return Err(REFUSED),
+        };
+        let in_body = self.in_body == Some(d);
+        let side = self.side(d);
+        if in_body || side.paused {
+            Ok(&mut side.buffer)
+        } else {
+            Err(REFUSED)
+        }
+    }
+}
+
+impl Host for MemoryHost {
+    fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>> {
+        self.check(Call::Header)?;
+        if map == Headers::CalloutReply {
+            let status = self.reply.as_ref().and_then(|(s, _)| *s);
+            return Ok(status.filter(|_| name == ":status").map(|s| s.to_string()));
+        }
+        Ok(self
+            .headers_of(map)
+            .and_then(|s| s.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)))
+            .map(|(_, v)| v.clone()))
+    }
+
+    fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()> {
+        self.check(Call::SetHeader)?;
+        let side = self.writable_headers(map)?;
+        side.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        side.headers.push((name.to_string(), value.to_string()));
+        Ok(())
+    }
+
+    fn remove_header(&mut self, map: Headers, name: &str) -> HostResult<()> {
+        self.check(Call::RemoveHeader)?;
+        let side = self.writable_headers(map)?;
+        side.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        Ok(())
+    }
+
+    fn body(&self, body: Body, start: usize, len: usize) -> HostResult<Vec<u8>> {
+        self.check(Call::Body)?;
+        let bytes: &[u8] = match body {
+            Body::CalloutReply => self
+                .reply
+                .as_ref()
+                .map(|(_, b)| b.as_slice())
+                .ok_or(REFUSED)?,
+            Body::Request => &self.request.buffer,
+            Body::Response => &self.response.buffer,
+        };
+        let end = start.saturating_add(len).min(bytes.len());
+        Ok(bytes.get(start.min(end)..end).unwrap_or_default().to_vec())
+    }
+
+    fn replace_body(&mut self, body: Body, size: usize, bytes: &[u8]) -> HostResult<()> {
+        self.check(Call::ReplaceBody)?;
+        let buffer = self.buffer_of(body)?;
+        // Envoy: drain `size` bytes, then prepend.
+        let size = size.min(buffer.len());
+        buffer.splice(..size, bytes.iter().copied());
+        Ok(())
+    }
+
+    fn property(&self, path: &[&str]) -> HostResult<Option<Vec<u8>>> {
+        self.check(Call::Property)?;
+        Ok(self.properties.get(&path.join(".")).cloned())
+    }
+
+    fn set_property(&mut self, path: &[&str], value: &[u8]) -> HostResult<()> {
+        self.check(Call::SetProperty)?;
+        self.properties.insert(path.join("."), value.to_vec());
+        Ok(())
+    }
+
+    fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()> {
+        self.check(Call::Dispatch)?;
+        if !self.callouts_allowed {
+            return Err(REFUSED);
+        }
+        self.callouts.push(call.clone());
+        Ok(())
+    }
+
+    fn resume(&mut self, direction: Direction) -> HostResult<()> {
+        self.check(Call::Resume)?;
+        self.side(direction).resumed = true;
+        Ok(())
+    }
+
+    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>> {
+        self.check(Call::SharedGet)?;
+        Ok(self.shared.get(key).cloned())
+    }
+
+    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()> {
+        self.check(Call::SharedSet)?;
+        self.shared.insert(key.to_string(), value.to_vec());
+        Ok(())
+    }
+
+    fn count(&mut self, metric: &str, by: u64) -> HostResult<()> {
+        self.check(Call::Count)?;
+        *self.counters.entry(metric.to_string()).or_insert(0) += by;
+        Ok(())
+    }
+
+    fn gauge(&mut self, metric: &str, value: u64) -> HostResult<()> {
+        self.check(Call::Gauge)?;
+        self.gauges.insert(metric.to_string(), value);
+        Ok(())
+    }
+
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.now.get())
+    }
+
+    fn memory_bytes(&self) -> usize {
+        0
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        self.logs.borrow_mut().push(format!("{level:?} {message}"));
+    }
+}

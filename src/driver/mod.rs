@@ -1,0 +1,314 @@
+//! The one executor of the core's plans. A host hands each stream event to
+//! a [`Driver`] (one per stream) and returns what it answers; the driver
+//! asks the [`Exchange`] what to do, carries it out through the [`Host`],
+//! and keeps every piece of bookkeeping: what the host holds for the stream
+//! and what the core holds, whether a direction is paused, the callout in
+//! flight, the decisions counted and the record published.
+//!
+//! How bytes move (proxy-wasm semantics, which every host here follows):
+//! in a body callback the host's buffer holds the new chunk (after what it
+//! kept when the previous callback paused); the driver replaces it with
+//! what the core sends on. Outside a body callback the body is writable
+//! only while paused. Envoy counts a paused body against the listener's
+//! `per_connection_buffer_limit_bytes` and resets a stream whose buffered
+//! body passes it, so the driver leaves a paused buffer empty while it
+//! waits, and writes into one at most `max_body_bytes` at a time unless the
+//! body has ended (the operator keeps `max_body_bytes` at or below that
+//! limit; README "Buffering and Envoy's buffer limit").
+//!
+//! Nothing is lost on the driver's side of the host:
+//! - a body ends at its JSON value's closing bracket or its last SSE event,
+//!   so trailers after a well-formed message find nothing held;
+//! - a refused host call that moves bytes turns the rest of the direction
+//!   into a byte-identical pass-through (`host_refused`): the bytes the
+//!   core held go in front of the host's buffer, as they came;
+//! - what the host cannot be given (trailers arriving after an unfinished
+//!   message with no buffer to write into, a stream reset while bytes are
+//!   held) is counted (`lost_at_trailers`, `lost_at_reset`).
+
+mod carry;
+mod memory;
+mod record;
+mod side;
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+pub use memory::{Call, MemoryHost};
+use side::{Side, Site};
+
+use crate::callout::LlmReply;
+use crate::config::{Settings, StreamInfo};
+use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan, SessionStore};
+use crate::host::{Action, Body, Direction, Headers, Host, LogLevel};
+use crate::outcome::Reason;
+
+/// Gauge: the most response bytes one stream held between callbacks on
+/// this VM (an incomplete trailing SSE event, events queued behind a
+/// callout, a collected JSON body).
+pub const HELD_BYTES_MAX: &str = "mcp_toon_held_bytes_max";
+/// Gauge: this VM's memory in bytes (for wasm its peak: it never shrinks).
+pub const VM_MEMORY_BYTES: &str = "mcp_toon_vm_memory_bytes";
+/// Filter-state key of the decision record; Envoy stores it as
+/// `wasm.mcp_toon`, readable with `%FILTER_STATE(wasm.mcp_toon:PLAIN)%`.
+pub const RECORD_PROPERTY: &str = "mcp_toon";
+/// Response header summarising the decisions when headers were held.
+pub const SUMMARY_HEADER: &str = "x-mcp-toon";
+/// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
+/// plugin sets these properties to a non-empty value in the matching header
+/// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary
+/// properties: Envoy stores them as filter state nobody reads.
+const APISIX_BODY: [&str; 2] = ["wasm_process_req_body", "wasm_process_resp_body"];
+
+/// What the streams of one VM share.
+#[derive(Debug, Default)]
+pub struct Vm {
+    held_peak: Cell<usize>,
+}
+
+/// One stream.
+pub struct Driver {
+    vm: Rc<Vm>,
+    exchange: Exchange,
+    request: Side,
+    response: Side,
+    /// Decisions already counted: a long-lived event stream is counted as
+    /// it goes, not when it closes.
+    counted: usize,
+    published: bool,
+    /// A callout is in flight, since then.
+    callout: Option<SystemTime>,
+}
+
+/// The host's shared data as the exchange's session store.
+struct Shared<'a>(&'a mut dyn Host);
+
+impl SessionStore for Shared<'_> {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        // A record the host will not give back: the result's shape decides.
+        self.0.shared_get(key).unwrap_or_else(|e| {
+            self.0.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: shared data read refused ({e:?})"),
+            );
+            None
+        })
+    }
+
+    fn set(&mut self, key: &str, value: &[u8]) {
+        if let Err(e) = self.0.shared_set(key, value) {
+            // The GET stream then falls back to the result's shape.
+            self.0.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: shared data write refused ({e:?})"),
+            );
+        }
+    }
+}
+
+/// Observability and hints are best effort: a refusal is logged, and the
+/// stream goes on.
+fn best_effort(host: &dyn Host, what: &str, result: crate::host::HostResult<()>) {
+    if let Err(e) = result {
+        host.log(
+            LogLevel::Debug,
+            &format!("mcp-toon: {what} refused ({e:?})"),
+        );
+    }
+}
+
+/// A header as the host gives it; one it refuses to read reads as absent.
+fn header(host: &dyn Host, map: Headers, name: &str) -> Option<String> {
+    host.header(map, name).unwrap_or_else(|e| {
+        host.log(
+            LogLevel::Debug,
+            &format!("mcp-toon: header {name} unreadable ({e:?})"),
+        );
+        None
+    })
+}
+
+fn text_property(host: &dyn Host, path: &[&str]) -> Option<String> {
+    host.property(path)
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .filter(|s| !s.is_empty())
+}
+
+impl Driver {
+    pub fn new(settings: Arc<Settings>, vm: Rc<Vm>) -> Self {
+        Self {
+            exchange: Exchange::new(settings),
+            vm,
+            request: Side::default(),
+            response: Side::default(),
+            counted: 0,
+            published: false,
+            callout: None,
+        }
+    }
+
+    pub fn report(&self) -> &crate::report::Report {
+        self.exchange.report()
+    }
+
+    pub fn request_headers(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
+        let get = |name: &str| header(host, Headers::Request, name);
+        let (method, path) = (
+            get(":method").unwrap_or_default(),
+            get(":path").unwrap_or_default(),
+        );
+        let (content_type, accept) = (get("content-type"), get("accept"));
+        let stream = StreamInfo {
+            route: text_property(host, &["xds", "route_name"]),
+            cluster: text_property(host, &["xds", "cluster_name"]),
+            authority: get(":authority"),
+        };
+        let plan = self.exchange.request_headers(RequestHead {
+            stream: &stream,
+            method: &method,
+            path: &path,
+            content_type: content_type.as_deref(),
+            accept: accept.as_deref(),
+            end_of_stream,
+        });
+        if plan.strip_accept_encoding {
+            // Refused: the server may compress, and a compressed response
+            // passes through unchanged.
+            let r = host.remove_header(Headers::Request, "accept-encoding");
+            best_effort(host, "removing accept-encoding", r);
+        }
+        if plan.remove_content_length {
+            if let Err(e) = host.remove_header(Headers::Request, "content-length") {
+                host.log(
+                    LogLevel::Debug,
+                    &format!("mcp-toon: request length fixed ({e:?})"),
+                );
+                self.exchange.request_keeps_length();
+            }
+        }
+        if plan.read_body {
+            let r = host.set_property(&[APISIX_BODY[0]], b"true");
+            best_effort(host, "asking for the request body", r);
+        }
+        Action::Continue
+    }
+
+    pub fn request_body(&mut self, host: &mut dyn Host, size: usize, end: bool) -> Action {
+        self.body(host, Direction::Request, size, end)
+    }
+
+    pub fn request_trailers(&mut self, host: &mut dyn Host) -> Action {
+        self.trailers(host, Direction::Request)
+    }
+
+    pub fn response_headers(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
+        self.response.started = true;
+        self.response.ended = end_of_stream;
+        let held_back = self.exchange.response_started(&mut Shared(host));
+        self.request.backlog.extend(held_back);
+        let get = |name: &str| header(host, Headers::Response, name);
+        let status = get(":status").and_then(|s| s.parse::<u16>().ok());
+        let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
+        let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());
+        let plan = self.exchange.response_headers(ResponseHead {
+            status,
+            content_type: content_type.as_deref(),
+            content_encoding: content_encoding.as_deref(),
+            content_length,
+            end_of_stream,
+        });
+        let ResponsePlan::Rewrite { hold_headers } = plan else {
+            return self.settle(host);
+        };
+        let r = host.set_property(&[APISIX_BODY[1]], b"true");
+        best_effort(host, "asking for the response body", r);
+        if hold_headers {
+            // A plain StopIteration (Envoy ≥ 1.35 with
+            // allow_on_headers_stop_iteration): body callbacks still run and
+            // set the final content-length.
+            return Action::Pause;
+        }
+        // The headers leave now and the body may change size.
+        if let Err(e) = host.remove_header(Headers::Response, "content-length") {
+            host.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: response length fixed ({e:?})"),
+            );
+            self.exchange.response_headers_refused(Reason::HostRefused);
+        }
+        self.settle(host)
+    }
+
+    pub fn response_body(&mut self, host: &mut dyn Host, size: usize, end: bool) -> Action {
+        self.body(host, Direction::Response, size, end)
+    }
+
+    pub fn response_trailers(&mut self, host: &mut dyn Host) -> Action {
+        self.trailers(host, Direction::Response)
+    }
+
+    /// The reply to the callout in flight: its headers and `body_size`
+    /// bytes of body are readable from the host now. A reply without a
+    /// status is a failure (a reset, or a timeout some hosts report so).
+    pub fn callout_reply(&mut self, host: &mut dyn Host, body_size: usize) {
+        let started = self.callout.take();
+        let status = header(host, Headers::CalloutReply, ":status").and_then(|s| s.parse().ok());
+        let elapsed_ms = || {
+            started
+                .and_then(|t| host.now().duration_since(t).ok())
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        let reply = match status {
+            Some(status) if body_size == 0 => LlmReply::Response {
+                status,
+                body: Vec::new(),
+            },
+            Some(status) => match host.body(Body::CalloutReply, 0, body_size) {
+                Ok(body) => LlmReply::Response { status, body },
+                // A reply it cannot read is a reply it did not get.
+                Err(_) => LlmReply::Failed {
+                    elapsed_ms: elapsed_ms(),
+                },
+            },
+            None => LlmReply::Failed {
+                elapsed_ms: elapsed_ms(),
+            },
+        };
+        let step = self.exchange.callout_reply(&reply, &mut Shared(host));
+        self.carry(host, Direction::Response, step, Site::Reply);
+    }
+
+    /// The stream is over (completed or reset): count what is left and
+    /// publish the record.
+    pub fn log(&mut self, host: &mut dyn Host) {
+        let request_held = self.exchange.held_request_bytes();
+        let response_held = self.exchange.held_bytes();
+        if self.request.cut_short(request_held) || self.response.cut_short(response_held) {
+            // Reset mid-body: the host dropped the stream, and with it the
+            // bytes held for it.
+            self.exchange.record(Reason::LostAtReset);
+        }
+        self.publish(host);
+    }
+
+    fn side(&mut self, direction: Direction) -> &mut Side {
+        match direction {
+            Direction::Request => &mut self.request,
+            Direction::Response => &mut self.response,
+        }
+    }
+
+    fn reads(&self, direction: Direction) -> bool {
+        match direction {
+            Direction::Request => self.exchange.reads_request(),
+            Direction::Response => self.exchange.reads_response(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

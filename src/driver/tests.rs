@@ -1,0 +1,268 @@
+//! The driver on the scripted host: what Envoy cannot be made to do on
+//! demand — every host call refused in turn, trailers after any chunk,
+//! resets — must never lose, duplicate or reorder a byte.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use crate::callout::{LlmReply, LlmRequest};
+use crate::config::Settings;
+use crate::driver::Call;
+use crate::outcome::{Outcome, Reason};
+use crate::sim::{Script, Transcript};
+
+const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"id 1"}}}"#;
+
+fn table() -> Vec<u8> {
+    let rows: Vec<Value> = (0..40)
+        .map(|i| json!({"id": i, "name": format!("é{i}€"), "active": i % 2 == 0}))
+        .collect();
+    json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": Value::Array(rows).to_string()}]}})
+        .to_string()
+        .into_bytes()
+}
+
+fn sse() -> Vec<u8> {
+    let mut s = b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\ndata: ".to_vec();
+    s.extend(table());
+    s.extend(b"\n\n: bye\n\n");
+    s
+}
+
+fn settings(config: &str) -> Arc<Settings> {
+    Arc::new(Settings::from_json(config).unwrap())
+}
+
+fn trimmed(_: &LlmRequest) -> LlmReply {
+    let content = json!([{"id": 1, "name": "é1€", "active": false}]).to_string();
+    LlmReply::Response {
+        status: 200,
+        body: json!({"choices": [{"message": {"content": content}}]})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn reasons(t: &Transcript) -> Vec<Reason> {
+    t.report
+        .decisions
+        .iter()
+        .filter_map(|d| match d.outcome {
+            Outcome::Passthrough(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+const CONFIGS: &[&str] = &[
+    "{}",
+    r#"{"hold_headers":true}"#,
+    r#"{"trim":{"enabled":true,"threshold_bytes":10}}"#,
+];
+
+const TYPES: &[&str] = &["application/json", "text/event-stream"];
+
+fn body_for(content_type: &str) -> Vec<u8> {
+    if content_type == "text/event-stream" {
+        sse()
+    } else {
+        table()
+    }
+}
+
+/// Every host call, refused once at each of its occurrences: the client
+/// gets either what it gets when nothing is refused, or exactly what the
+/// server sent (a trim callout refused: what it gets when trim fails
+/// open); the server gets either request. Never a stall, never a mix.
+#[test]
+fn each_host_call_refused_in_turn_loses_nothing() {
+    for config in CONFIGS {
+        for content_type in TYPES {
+            let response = body_for(content_type);
+            let script = Script {
+                request_chunks: &[40],
+                response_chunks: &[300],
+                ..Script::new(CALL, content_type, &response)
+            };
+            let clean = script.play(settings(config), &mut trimmed);
+            let fail_open = script.play(settings(config), &mut |_| LlmReply::NotSent);
+            assert_ne!(clean.response_sent, response, "{config} {content_type}");
+            for call in Call::ALL {
+                for n in 0..clean.host.calls(call) {
+                    let refused = Script {
+                        refuse: HashSet::from([(call, n)]),
+                        ..script.clone()
+                    };
+                    let what = format!("{config} {content_type}: {call:?} #{n} refused");
+                    let t = refused.play(settings(config), &mut trimmed);
+                    if call == Call::Resume {
+                        // Nothing else lets a paused stream go on: it waits
+                        // for Envoy's timeouts, counted.
+                        assert!(
+                            t.stalled && reasons(&t).contains(&Reason::HostRefused),
+                            "{what}"
+                        );
+                        continue;
+                    }
+                    assert!(!t.stalled, "{what}");
+                    let r = &t.response_sent;
+                    assert!(
+                        *r == clean.response_sent
+                            || *r == response
+                            || *r == fail_open.response_sent,
+                        "{what}: {}",
+                        String::from_utf8_lossy(r)
+                    );
+                    assert!(
+                        t.request_sent == clean.request_sent || t.request_sent == CALL,
+                        "{what}"
+                    );
+                    if call == Call::ReplaceBody && *r == response {
+                        assert!(reasons(&t).contains(&Reason::HostRefused), "{what}");
+                    }
+                    if let Some(length) = t.content_length {
+                        assert_eq!(length, r.len(), "{what}: content-length");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A host that refuses every body write: everything passes as it came.
+#[test]
+fn a_host_that_never_writes_bodies_passes_everything() {
+    for config in CONFIGS {
+        for content_type in TYPES {
+            let response = body_for(content_type);
+            let t = Script {
+                request_chunks: &[17],
+                response_chunks: &[100, 7],
+                refuse: HashSet::from([(Call::ReplaceBody, usize::MAX)]),
+                ..Script::new(CALL, content_type, &response)
+            }
+            .play(settings(config), &mut trimmed);
+            assert_eq!(t.response_sent, response, "{config} {content_type}");
+            assert_eq!(t.request_sent, CALL, "{config} {content_type}");
+        }
+    }
+}
+
+/// Two refusals in a row: the bytes the core held wait in front of the
+/// host's buffer until a write goes through.
+#[test]
+fn held_bytes_go_back_at_the_next_write_that_is_taken() {
+    let response = table();
+    let t = Script {
+        response_chunks: &[200],
+        // The 2nd body write (a swallow) and the 3rd (putting back what
+        // was taken) are refused; the 4th goes through.
+        refuse: HashSet::from([(Call::ReplaceBody, 1), (Call::ReplaceBody, 2)]),
+        ..Script::new(CALL, "application/json", &response)
+    }
+    .play(settings("{}"), &mut trimmed);
+    assert_eq!(t.response_sent, response);
+    assert_eq!(reasons(&t), vec![Reason::HostRefused]);
+}
+
+/// Held headers whose `content-length` the host will not set: the body
+/// keeps its bytes, the server's length stands.
+#[test]
+fn a_refused_length_keeps_the_original_body() {
+    let response = table();
+    let t = Script {
+        response_chunks: &[200],
+        refuse: HashSet::from([(Call::SetHeader, 0)]),
+        ..Script::new(CALL, "application/json", &response)
+    }
+    .play(settings(r#"{"hold_headers":true}"#), &mut trimmed);
+    assert!(t.held_headers);
+    assert_eq!(t.response_sent, response);
+    assert_eq!(t.content_length, Some(response.len()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Trailers instead of a last empty-handed chunk, after any cut:
+    /// request and response arrive as they do without trailers.
+    #[test]
+    fn trailers_after_any_chunk_change_nothing(
+        req_chunks in prop::collection::vec(1usize..64, 1..5),
+        resp_chunks in prop::collection::vec(1usize..900, 1..6),
+        config in prop::sample::select(CONFIGS.to_vec()),
+        content_type in prop::sample::select(TYPES.to_vec()),
+    ) {
+        let response = body_for(content_type);
+        let script = Script {
+            request_chunks: &req_chunks,
+            response_chunks: &resp_chunks,
+            ..Script::new(CALL, content_type, &response)
+        };
+        let plain = script.play(settings(config), &mut trimmed);
+        let with = Script { request_trailers: true, response_trailers: true, ..script }
+            .play(settings(config), &mut trimmed);
+        prop_assert_eq!(&with.response_sent, &plain.response_sent);
+        prop_assert_eq!(&with.request_sent, &plain.request_sent);
+        prop_assert!(with.trailers_sent);
+        prop_assert!(!reasons(&with).contains(&Reason::LostAtTrailers));
+    }
+
+    /// A reset after any chunk: no panic; a loss is counted exactly when
+    /// the core held bytes of an unfinished message; what went out is a
+    /// prefix of what goes out without the reset.
+    #[test]
+    fn a_reset_after_any_chunk_is_counted_when_it_drops_bytes(
+        resp_chunks in prop::collection::vec(1usize..900, 1..6),
+        cut in 0usize..6,
+        config in prop::sample::select(CONFIGS.to_vec()),
+        content_type in prop::sample::select(TYPES.to_vec()),
+    ) {
+        let response = body_for(content_type);
+        let script = Script {
+            response_chunks: &resp_chunks,
+            ..Script::new(CALL, content_type, &response)
+        };
+        let whole = script.play(settings(config), &mut trimmed);
+        let t = Script { reset_after: Some(cut), ..script }.play(settings(config), &mut trimmed);
+        prop_assert!(whole.response_sent.starts_with(&t.response_sent));
+        let chunks = crate::sim::split(&response, &resp_chunks).len();
+        let lost = reasons(&t).contains(&Reason::LostAtReset);
+        if cut >= chunks {
+            prop_assert!(!lost);
+        } else if cut > 0 && content_type == "application/json" {
+            prop_assert!(lost, "a JSON body cut after {} of {} chunks", cut, chunks);
+        }
+    }
+}
+
+/// A response that starts before the request ended (HTTP/2: the end may
+/// come in a frame of its own): the request bytes trim held back go
+/// upstream first, as they came, with the rest of the request.
+#[test]
+fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
+    use std::rc::Rc;
+
+    use crate::driver::{Driver, MemoryHost, Vm};
+    use crate::host::Direction;
+
+    let mut driver = Driver::new(
+        settings(r#"{"trim":{"enabled":true,"threshold_bytes":10}}"#),
+        Rc::new(Vm::default()),
+    );
+    let mut host = MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    host.headers(&mut driver, Direction::Request, false);
+    let (a, b) = CALL.split_at(30);
+    host.body(&mut driver, Direction::Request, a, false);
+    assert!(host.sent(Direction::Request).is_empty(), "held back");
+    host.respond(&[(":status", "200"), ("content-type", "application/json")]);
+    host.headers(&mut driver, Direction::Response, false);
+    host.body(&mut driver, Direction::Request, b, true);
+    assert_eq!(host.sent(Direction::Request), CALL);
+}

@@ -1,0 +1,115 @@
+//! An `application/json` response: collected until its value closes, then
+//! through the pipeline in one piece.
+
+use super::collect::Collecting;
+use super::{Exchange, Flow, Out, Phase, Step};
+use crate::outcome::Reason;
+use crate::pipeline::{self, Output};
+
+impl Exchange {
+    pub(super) fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+        let kept = !self.response_body.bytes.is_empty();
+        let max = self.settings.max_body_bytes;
+        match self.response_body.push(chunk, end_of_stream, max) {
+            // Continue on an emptied buffer: a paused body makes Envoy hold
+            // the final replacement against its buffer limit. Held headers
+            // must pause.
+            Collecting::Open => Step::swallow(if self.hold_headers {
+                Flow::Pause
+            } else {
+                Flow::Continue
+            }),
+            Collecting::TooLarge | Collecting::NotOneValue => {
+                let reason = if self.response_body.seen > max {
+                    Reason::ResponseTooLarge
+                } else {
+                    Reason::MalformedResponse
+                };
+                // What was taken out goes back in front of this chunk,
+                // unchanged.
+                self.pass_through(reason);
+                let body = self.response_body.take_with(chunk);
+                let mut step = if kept {
+                    Step::send(body)
+                } else {
+                    Step::input()
+                };
+                step.content_length = self.final_length(None);
+                step
+            }
+            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept),
+        }
+    }
+
+    /// The whole JSON value is in: run the stages. `after`: the bytes that
+    /// followed the value in its last chunk (whitespace). `one_chunk`: the
+    /// body and `after` are exactly the chunk at hand.
+    fn json_end(&mut self, body: Vec<u8>, after: Vec<u8>, one_chunk: bool) -> Step {
+        self.phase = Phase::Done;
+        match pipeline::start(
+            &self.settings,
+            self.scope,
+            &self.request,
+            body,
+            &mut self.report,
+        ) {
+            Err(_) if one_chunk => self.unchanged_chunk(),
+            Err(original) => self.final_body(Output::Unchanged(original), None, after),
+            Ok(job) => match job.callout().cloned() {
+                // Everything waits for the reply, which sends the body.
+                Some(request) => {
+                    self.job = Some((job, after));
+                    Step::swallow(Flow::Pause).with_callout(request)
+                }
+                None => match job.finish_keeping_original(&self.settings, None, &mut self.report) {
+                    (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
+                    (out, original) => self.final_body(out, original, after),
+                },
+            },
+        }
+    }
+
+    /// The last step of a JSON body: everything the core took out goes
+    /// back, changed or not, then the bytes after the value.
+    pub(super) fn final_body(
+        &self,
+        out: Output,
+        original: Option<Vec<u8>>,
+        after: Vec<u8>,
+    ) -> Step {
+        let (mut bytes, mut original) = match out {
+            Output::Changed(b) => (b, original),
+            Output::Unchanged(b) => (b, None),
+        };
+        bytes.extend_from_slice(&after);
+        if let Some(o) = original.as_mut() {
+            o.extend_from_slice(&after);
+        }
+        let length = bytes.len();
+        Step {
+            out: Out::Bytes { bytes, original },
+            content_length: self.final_length(Some(length)),
+            flow: Flow::Continue,
+            callout: None,
+        }
+    }
+
+    /// A body that came in one chunk goes on as it came.
+    fn unchanged_chunk(&self) -> Step {
+        let mut step = Step::input();
+        step.content_length = self.final_length(None);
+        step
+    }
+
+    /// With held headers, the `content-length` the response goes out with:
+    /// `sent` bytes now (none: the server's length stands), then what the
+    /// server has still to send.
+    pub(super) fn final_length(&self, sent: Option<usize>) -> Option<usize> {
+        if !self.hold_headers {
+            return None;
+        }
+        let announced = self.response_length?;
+        let remaining = announced.saturating_sub(self.response_body.seen);
+        Some(sent.map_or(announced, |n| n.saturating_add(remaining)))
+    }
+}

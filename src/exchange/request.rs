@@ -1,0 +1,180 @@
+//! The request side: which requests the core reads, and the one rewrite it
+//! makes to them (the intent argument taken out of `tools/call`).
+
+use super::collect::Collecting;
+use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
+use crate::mcp::{self, RequestInfo};
+use crate::outcome::Reason;
+
+impl Exchange {
+    /// Streamable HTTP: every client message is a POST with a JSON body.
+    /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
+    pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
+        self.scope = self.settings.server_for(head.stream);
+        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
+        let accepts_sse = head
+            .accept
+            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
+        if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
+            self.legacy = true;
+            self.phase = Phase::Interested;
+            return RequestPlan::default();
+        }
+        if !head.method.eq_ignore_ascii_case("POST")
+            || !is(head.content_type, "application/json")
+            || head.end_of_stream
+        {
+            self.pass_through(Reason::RequestNotJsonRpc);
+            return RequestPlan::default();
+        }
+        self.session_of(head.path);
+        RequestPlan {
+            strip_accept_encoding: self.settings.strip_accept_encoding,
+            read_body: true,
+            remove_content_length: self.strips_intent(),
+        }
+    }
+
+    /// The request's `content-length` could not be removed: its body must
+    /// keep its length, so it is read but never rewritten.
+    pub fn request_keeps_length(&mut self) {
+        self.request_body_fixed = true;
+    }
+
+    /// One chunk of the request body. The request is only rewritten when
+    /// the intent argument may need to come out; otherwise every chunk goes
+    /// upstream at once and the core keeps a copy. The body is complete at
+    /// the end of its JSON value, which may come before the end of the
+    /// stream (a body followed by trailers).
+    pub fn request_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
+        if self.phase != Phase::Request {
+            return Step::input();
+        }
+        let rewrites = self.rewrites_request();
+        let swallowed = rewrites && !self.request_body.bytes.is_empty();
+        let max = self.settings.max_body_bytes;
+        match self.request_body.push(chunk, end_of_stream, max) {
+            Collecting::Open if rewrites => Step::swallow(Flow::Continue),
+            Collecting::Open => Step::input(),
+            Collecting::TooLarge | Collecting::NotOneValue => {
+                let reason = if self.request_body.seen > max {
+                    Reason::RequestTooLarge
+                } else {
+                    Reason::RequestNotJsonRpc
+                };
+                self.pass_through(reason);
+                let body = self.request_body.take_with(chunk);
+                if swallowed {
+                    Step::send(body)
+                } else {
+                    Step::input()
+                }
+            }
+            Collecting::Closed(body, rest) => {
+                let new = self.request_complete(&body, sessions);
+                match new {
+                    Some(mut new) if rewrites => {
+                        new.extend_from_slice(&rest);
+                        let mut original = body;
+                        original.extend_from_slice(&rest);
+                        Step::new(
+                            Out::Bytes {
+                                bytes: new,
+                                original: Some(original),
+                            },
+                            Flow::Continue,
+                        )
+                    }
+                    _ if swallowed => {
+                        let mut all = body;
+                        all.extend_from_slice(&rest);
+                        Step::send(all)
+                    }
+                    _ => Step::input(),
+                }
+            }
+        }
+    }
+
+    /// Request trailers arrived: the body ended without a last chunk.
+    pub fn request_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
+        if self.phase != Phase::Request {
+            return Step::input();
+        }
+        self.request_chunk(&[], true, sessions)
+    }
+
+    pub(super) fn strips_intent(&self) -> bool {
+        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    }
+
+    pub(super) fn rewrites_request(&self) -> bool {
+        self.strips_intent() && !self.request_body_fixed
+    }
+
+    /// The complete request body; returns the body to send upstream if it
+    /// changed (the intent argument taken out of `tools/call` arguments).
+    fn request_complete(
+        &mut self,
+        body: &[u8],
+        sessions: &mut dyn SessionStore,
+    ) -> Option<Vec<u8>> {
+        let arg = self
+            .settings
+            .trim_anywhere()
+            .then_some(self.settings.trim.intent_argument.as_str());
+        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
+            self.pass_through(Reason::RequestNotJsonRpc);
+            return None;
+        };
+        let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
+            std::str::from_utf8(body)
+                .ok()
+                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
+                .map(String::into_bytes)
+        } else {
+            None
+        };
+        self.remember_calls(&info, sessions);
+        let wanted = info.has_method(mcp::TOOLS_CALL)
+            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
+        if wanted {
+            self.request = info;
+            self.phase = Phase::Interested;
+        } else {
+            self.pass_through(Reason::NotToolsCall);
+        }
+        rewritten
+    }
+
+    /// The response began before the request body ended. A server may
+    /// answer as soon as it has read what it needs: over HTTP/2 a client
+    /// can send the end of its stream in a frame of its own, after the body
+    /// reached the server. What was kept of the request decides when it is
+    /// a whole JSON-RPC message (any byte after a whole JSON value would
+    /// make the request invalid anyway); otherwise the stream passes.
+    /// Call before [`Exchange::response_headers`]; a no-op once the
+    /// request ended. Returns the request bytes the core held back (trim
+    /// takes the intent argument out): the request may still go on, and
+    /// they go upstream first, as they came — the server answered without
+    /// them, so a rewrite would be too late.
+    pub fn response_started(&mut self, sessions: &mut dyn SessionStore) -> Vec<u8> {
+        if self.phase != Phase::Request {
+            return Vec::new();
+        }
+        let held_back = self.rewrites_request();
+        let body = std::mem::take(&mut self.request_body.bytes);
+        self.request_body_fixed = true;
+        self.request_complete(&body, sessions);
+        if held_back {
+            body
+        } else {
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! The one door between the core and the proxy that runs it.
+//!
+//! The [`crate::driver::Driver`] carries out every plan of the core through
+//! this trait, and only through it. A host (the proxy-wasm adapter, the
+//! in-memory host of the component and the CLI, the scripted test host)
+//! implements each call as one host call and turns the host's status into a
+//! [`HostError`]; it decides nothing. Every call that can fail returns a
+//! `Result`, and the driver acts on each one: a refused body write turns the
+//! rest of the stream into a byte-identical pass-through, a refused callout
+//! fails the trim open, a refused metric or property is logged.
+//!
+//! Later work has its place here, added when something uses it (proxy-wasm
+//! ABI 0.2.1 has each call):
+//! - a local response answered by the plugin without reaching the server
+//!   (`proxy_send_local_response`): `fn send_local_response(&mut self,
+//!   status: u16, headers: &[(&str, &str)], body: &[u8]) -> HostResult<()>`;
+//! - callouts to any cluster: [`LlmRequest::cluster`] already names it;
+//! - shared data with compare-and-swap: `shared_get` returning the CAS
+//!   token beside the value, `shared_set` taking it
+//!   (`proxy_get_shared_data` / `proxy_set_shared_data` carry one);
+//! - random bytes (`wasi:random` through WASI's `random_get`):
+//!   `fn random(&mut self, out: &mut [u8]) -> HostResult<()>`.
+
+use std::time::SystemTime;
+
+use crate::callout::LlmRequest;
+
+/// A host status other than success (for proxy-wasm, the ABI's
+/// `WasmResult` code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostError(pub u32);
+
+pub type HostResult<T> = Result<T, HostError>;
+
+/// One direction of the proxied exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
+/// The header maps the core reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Headers {
+    Request,
+    Response,
+    /// The headers of the reply to the callout in flight.
+    CalloutReply,
+}
+
+/// The body buffers the core reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Body {
+    Request,
+    Response,
+    /// The body of the reply to the callout in flight (read only).
+    CalloutReply,
+}
+
+impl From<Direction> for Body {
+    fn from(d: Direction) -> Self {
+        match d {
+            Direction::Request => Body::Request,
+            Direction::Response => Body::Response,
+        }
+    }
+}
+
+/// What a body or trailers callback answers: let the bytes (and the stream)
+/// go on, or keep them and stop until a later callback or a resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    /// For a body callback: the host keeps what its buffer holds and hands
+    /// it back, with the next chunk appended, to the next callback
+    /// (proxy-wasm `StopIterationAndBuffer`). For headers and trailers:
+    /// they wait.
+    Pause,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+}
+
+/// The calls the core makes. Body calls address the buffer of the current
+/// callback; outside a body callback (a callout reply, trailers) the
+/// response body is writable only while the response is paused, and a host
+/// refuses otherwise.
+pub trait Host {
+    /// One header value; `None` when absent (or not UTF-8).
+    fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>>;
+    fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()>;
+    fn remove_header(&mut self, map: Headers, name: &str) -> HostResult<()>;
+
+    /// Bytes `start..start + len` of a body buffer (fewer when it holds
+    /// fewer).
+    fn body(&self, body: Body, start: usize, len: usize) -> HostResult<Vec<u8>>;
+    /// Replaces the first `size` bytes of a body buffer with `bytes`
+    /// (`size` 0 inserts them in front).
+    fn replace_body(&mut self, body: Body, size: usize, bytes: &[u8]) -> HostResult<()>;
+
+    /// A stream property (`["xds", "route_name"]`); `None` when absent.
+    fn property(&self, path: &[&str]) -> HostResult<Option<Vec<u8>>>;
+    fn set_property(&mut self, path: &[&str], value: &[u8]) -> HostResult<()>;
+
+    /// Starts the HTTP call; its reply comes back as
+    /// [`crate::driver::Driver::callout_reply`].
+    fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()>;
+    /// Lets a paused direction go on (after the callback that calls it).
+    fn resume(&mut self, direction: Direction) -> HostResult<()>;
+
+    /// Data shared by every stream of the host (all workers of one Envoy).
+    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>>;
+    /// Stores `value`; an empty value clears the key.
+    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()>;
+
+    /// Adds `by` to a counter of [`crate::report::all_metrics`].
+    fn count(&mut self, metric: &str, by: u64) -> HostResult<()>;
+    /// Sets a gauge of the VM (see [`crate::driver::HELD_BYTES_MAX`]).
+    fn gauge(&mut self, metric: &str, value: u64) -> HostResult<()>;
+
+    fn now(&self) -> SystemTime;
+    /// Bytes of memory the plugin's VM holds (0 where unknown).
+    fn memory_bytes(&self) -> usize;
+    fn log(&self, level: LogLevel, message: &str);
+}
