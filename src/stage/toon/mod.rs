@@ -87,7 +87,10 @@ pub fn encode_within(
     }
     match fast::encode(text, wire_len, s) {
         fast::Fast::Done(result) => result,
-        fast::Fast::Fallback => generic(text, wire_len, s, Some(budget)),
+        // The generic path's gates would pass: refuse before running them
+        // when the budget cannot pay for what follows.
+        fast::Fast::Unwritten if text.len() > budget.generic_bytes => Err(Reason::ToonBudget),
+        fast::Fast::Fallback | fast::Fast::Unwritten => generic(text, wire_len, s, Some(budget)),
     }
 }
 

@@ -6,7 +6,7 @@
 //! exactness checks are flat scans of the arenas instead of a tree walk.
 
 use super::number;
-use super::tree::{get, key_eq, Doc, Member, Node};
+use super::tree::{key_eq, Doc, Lookup, Member, Node};
 use crate::outcome::Reason;
 
 /// Nested field groups deeper than this are not worth a header (the same
@@ -82,10 +82,12 @@ fn same_keys_in_order(a: &[Member<'_>], b: &[Member<'_>]) -> bool {
 /// `a` has exactly `b`'s keys, in any order.
 fn same_key_set(a: &[Member<'_>], b: &[Member<'_>]) -> bool {
     a.len() == b.len()
-        && (same_keys_in_order(a, b)
-            || b.iter()
+        && (same_keys_in_order(a, b) || {
+            let mut a = Lookup::new(a);
+            b.iter()
                 .enumerate()
-                .all(|(j, m)| get(a, &m.key, j).is_some()))
+                .all(|(j, m)| a.get(&m.key, j).is_some())
+        })
 }
 
 /// A column is all primitives, or all non-empty objects with one key set
@@ -110,8 +112,12 @@ fn column(doc: &Doc<'_>, cells: &[&Node<'_>], depth: usize) -> bool {
     if !groups.iter().all(|g| same_key_set(g, first)) {
         return false;
     }
+    let mut lookups: Vec<Lookup<'_, '_>> = groups.iter().map(|g| Lookup::new(g)).collect();
     first.iter().enumerate().all(|(j, m)| {
-        let sub: Vec<&Node<'_>> = groups.iter().filter_map(|g| get(g, &m.key, j)).collect();
+        let sub: Vec<&Node<'_>> = lookups
+            .iter_mut()
+            .filter_map(|g| g.get(&m.key, j))
+            .collect();
         column(doc, &sub, depth + 1)
     })
 }
