@@ -249,17 +249,29 @@ impl Job {
     /// Applies the callout's reply (or its absence), encodes, and returns
     /// the body to send when anything changed.
     pub fn finish(
+        self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        report: &mut Report,
+    ) -> Output {
+        let mut budget = stage::toon::Budget::per_response();
+        self.finish_within(settings, reply, &mut budget, report)
+    }
+
+    /// [`Job::finish`], drawing the TOON stage's generic-path work from
+    /// `budget` (an event stream shares one across its events).
+    pub fn finish_within(
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
+        budget: &mut stage::toon::Budget,
         report: &mut Report,
     ) -> Output {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
-        let mut budget = stage::toon::Budget::per_response();
         for block in &mut self.blocks {
-            let encoded = encode(block, &mut budget, report);
+            let encoded = encode(block, budget, report);
             block.cap(encoded, report);
         }
         for block in &self.blocks {

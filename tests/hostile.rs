@@ -9,6 +9,8 @@ use mcp_toon::config::ServerScope;
 use mcp_toon::mcp::RequestInfo;
 use mcp_toon::outcome::{Outcome, Reason, Stage};
 use mcp_toon::pipeline::process_response;
+use mcp_toon::sim;
+use mcp_toon::stage::trim::LlmReply;
 use mcp_toon::{Report, Settings};
 use serde_json::{json, Value};
 
@@ -84,23 +86,25 @@ fn html_past_its_budget_passes_the_clean_stage_unchanged() {
     assert!(reasons(&report, Stage::Clean).is_empty());
 }
 
+/// A table the fast path leaves to the generic one (every tenth row lacks
+/// a key).
+fn sparse(rows: usize) -> String {
+    let rows: Vec<Value> = (0..rows)
+        .map(|i| {
+            if i % 10 == 9 {
+                json!({"id": i, "name": format!("user-{i}")})
+            } else {
+                json!({"id": i, "name": format!("user-{i}"), "tag": "t"})
+            }
+        })
+        .collect();
+    Value::Array(rows).to_string()
+}
+
 #[test]
 fn the_generic_toon_budget_is_shared_by_a_response() {
-    // Tables the fast path leaves to the generic one (every tenth row lacks
-    // a key): 16 KiB of them per response are encoded or refused on their
+    // 16 KiB of such tables per response are encoded or refused on their
     // merits, the rest pass with `toon_budget`.
-    let sparse = |rows: usize| -> String {
-        let rows: Vec<Value> = (0..rows)
-            .map(|i| {
-                if i % 10 == 9 {
-                    json!({"id": i, "name": format!("user-{i}")})
-                } else {
-                    json!({"id": i, "name": format!("user-{i}"), "tag": "t"})
-                }
-            })
-            .collect();
-        Value::Array(rows).to_string()
-    };
     let block = sparse(150);
     assert!(block.len() > 5 * 1024 && block.len() < 8 * 1024);
     let body = result(&[block.clone(), block.clone(), block.clone()]);
@@ -110,6 +114,32 @@ fn the_generic_toon_budget_is_shared_by_a_response() {
     assert_ne!(toon[0].1, Reason::ToonBudget);
     assert_eq!(toon[1].1, toon[0].1);
     assert_eq!(toon[2], (Some(2), Reason::ToonBudget));
+}
+
+#[test]
+fn an_event_stream_shares_one_generic_budget() {
+    // Per event, a stream of many small events would get the generic
+    // path's budget many times.
+    let block = sparse(150);
+    let event = format!("event: message\ndata: {}\n\n", result(&[block]));
+    let stream = event.repeat(4);
+    let settings = std::sync::Arc::new(Settings::from_json("{}").unwrap());
+    let out = sim::run(
+        settings,
+        CALL,
+        &[CALL.len()],
+        "text/event-stream",
+        stream.as_bytes(),
+        &[1000],
+        &mut |_| LlmReply::NotSent,
+    );
+    assert_eq!(out.response_sent, stream.as_bytes());
+    let toon = reasons(&out.report, Stage::Toon);
+    assert_eq!(toon.len(), 4);
+    assert_ne!(toon[0].1, Reason::ToonBudget);
+    assert_eq!(toon[1].1, toon[0].1);
+    assert_eq!(toon[2].1, Reason::ToonBudget);
+    assert_eq!(toon[3].1, Reason::ToonBudget);
 }
 
 #[test]

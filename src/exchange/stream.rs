@@ -15,6 +15,7 @@ use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
+use crate::stage::toon::Budget;
 use crate::stage::trim::LlmReply;
 
 #[derive(Debug)]
@@ -28,6 +29,9 @@ pub(super) struct SseState {
     out: Vec<u8>,
     /// The event whose trim callout is in flight.
     pending: Option<(Event, Job)>,
+    /// The TOON stage's generic-path budget, one for the whole stream: per
+    /// event, a stream of many small events would get it many times.
+    toon_budget: Budget,
 }
 
 impl SseState {
@@ -38,6 +42,7 @@ impl SseState {
             queue: VecDeque::new(),
             out: Vec::new(),
             pending: None,
+            toon_budget: Budget::per_response(),
         }
     }
 }
@@ -81,9 +86,14 @@ impl Exchange {
     ) -> Step {
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
+            let mut spare = Budget::per_response();
+            let budget = self
+                .stream
+                .as_mut()
+                .map_or(&mut spare, |s| &mut s.toon_budget);
             let bytes = rewritten(
                 event,
-                job.finish(&self.settings, Some(reply), &mut self.report),
+                job.finish_within(&self.settings, Some(reply), budget, &mut self.report),
             );
             if let Some(state) = self.stream.as_mut() {
                 state.out.extend(bytes);
@@ -206,9 +216,14 @@ impl Exchange {
         if job.callout().is_some() {
             return Rewritten::Callout(Box::new((event, job)));
         }
+        let mut spare = Budget::per_response();
+        let budget = self
+            .stream
+            .as_mut()
+            .map_or(&mut spare, |s| &mut s.toon_budget);
         Rewritten::Ready(rewritten(
             event,
-            job.finish(&self.settings, None, &mut self.report),
+            job.finish_within(&self.settings, None, budget, &mut self.report),
         ))
     }
 }

@@ -21,7 +21,8 @@ use crate::marker;
 use crate::outcome::Reason;
 use crate::stage::literal_len;
 
-/// Bytes of text per response that the generic path may encode.
+/// Bytes of text per response (per event stream) that the generic path may
+/// encode.
 ///
 /// The generic path (`serde_json::Value` → toon-format's encoder and
 /// decoder) is linear but costs about 1–2 µs per byte natively, 50–100
@@ -41,7 +42,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// A whole budget, for one response (or one SSE event).
+    /// A whole budget, for one response or one event stream.
     pub fn per_response() -> Self {
         Self {
             generic_bytes: GENERIC_BYTES,
