@@ -22,11 +22,11 @@
 //! `Fast::Fallback` (or `Fast::Unwritten`, past the gates), and then the
 //! generic path runs from the start. It
 //! falls back on: text its parser leaves to serde_json (invalid JSON, lone
-//! surrogate escapes, nesting past 100, duplicate keys), tables whose rows
-//! do not share one key sequence (in adaptive mode), shapes whose TOON
-//! needs list items (arrays of arrays, non-uniform arrays of objects) or a
-//! root primitive, and any emission its own decoder does not read back as
-//! the same value. The differential tests hold both paths to identical
+//! surrogate escapes, nesting past 100, duplicate keys), shapes whose TOON
+//! needs list items (arrays of arrays, non-uniform arrays of objects, such
+//! as tables whose rows do not share one key list, which the gates still
+//! classify here) or a root primitive, and any emission its own decoder
+//! does not read back as the same value. The differential tests hold both paths to identical
 //! results — emissions and refusals — over the spec fixtures and generated
 //! documents.
 

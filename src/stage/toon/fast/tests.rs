@@ -712,3 +712,36 @@ fn field_groups_in_changing_key_orders_are_decided_alike() {
     assert!(generic.is_err());
     assert_eq!(super::super::encode(&text, literal_len(&text), &s), generic);
 }
+
+#[test]
+fn rows_with_different_key_lists_are_classified_by_presence_alike() {
+    use serde_json::json;
+    // Row 19 of 20 lacks `tag` (95 %); row 3 has a group whose keys differ.
+    let mut rows: Vec<Value> = (0..20)
+        .map(|i| json!({"id": i, "name": format!("user-{i}"), "tag": "t", "g": {"a": 1, "b": 2}}))
+        .collect();
+    rows[19] = json!({"id": 19, "name": "user-19", "g": {"a": 1, "b": 2}});
+    let sparse = Value::Array(rows.clone()).to_string();
+    rows[3]["g"] = json!({"a": 1, "c": 2});
+    let uneven_group = Value::Array(rows.clone()).to_string();
+    rows[3]["g"] = json!(7);
+    let mixed_column = Value::Array(rows).to_string();
+    for text in [sparse, uneven_group, mixed_column] {
+        for pct in [1, 90, 95, 96, 100] {
+            let s = ToonSettings {
+                min_bytes: 0,
+                key_presence_pct: pct,
+                ..ToonSettings::default()
+            };
+            let generic = encode_generic(&text, literal_len(&text), &s);
+            match encode(&text, literal_len(&text), &s) {
+                Fast::Done(result) => assert_eq!(result, generic, "{pct} {text}"),
+                Fast::Unwritten => assert!(
+                    !matches!(generic, Err(Reason::NotTabular | Reason::KeyOrder)),
+                    "{pct}: {generic:?}"
+                ),
+                Fast::Fallback => panic!("the fast parser reads this: {text}"),
+            }
+        }
+    }
+}
