@@ -97,6 +97,18 @@ fn b64_short_runs(n: usize) -> Case {
     text_result(&led("see://", "Ab3dEf5hIj7lMn9pQr,", n))
 }
 
+fn b64_url_word(n: usize) -> Case {
+    // Runs long enough to strip, inside one word that never ends: each
+    // looks back up to 2 KiB for the `://` of a URL.
+    let mut noise = Noise(5);
+    let mut s = String::from("see https://x.test/");
+    while s.len() < n {
+        s.push_str(&noise.base64(260));
+        s.push(',');
+    }
+    text_result(&s)
+}
+
 fn b64_dotted(n: usize) -> Case {
     text_result(&repeat("Ab3dEf5hIj7lMn9pQrSt.", n))
 }
@@ -334,14 +346,14 @@ fn toon_wide_rows(n: usize) -> Case {
 }
 
 fn toon_reordered_keys(n: usize) -> Case {
-    // Two big objects with one key set in opposite orders.
-    let k = n / 30;
-    let fwd: String = (0..k).map(|i| format!("\"key{i}\":{i},")).collect();
-    let rev: String = (0..k).rev().map(|i| format!("\"key{i}\":{i},")).collect();
+    // Rows whose one field group lists a big key set in opposite orders:
+    // every key looked up by name in every other row's group.
+    let k = n / 4 / 12;
+    let fwd: Vec<String> = (0..k).map(|i| format!("\"key{i}\":{}", i % 10)).collect();
+    let rev: Vec<String> = fwd.iter().rev().cloned().collect();
+    let (fwd, rev) = (fwd.join(","), rev.join(","));
     text_result(&format!(
-        "[{{{}\"z\":0}},{{{}\"z\":0}}]",
-        fwd.trim_end_matches(',').to_string() + ",",
-        rev.trim_end_matches(',').to_string() + ","
+        "[{{\"id\":1,\"g\":{{{fwd}}}}},{{\"id\":2,\"g\":{{{rev}}}}},{{\"id\":3,\"g\":{{{fwd}}}}},{{\"id\":4,\"g\":{{{rev}}}}}]"
     ))
 }
 
@@ -370,10 +382,57 @@ fn toon_group_rows(n: usize) -> Case {
     ))
 }
 
+fn toon_sparse_rows(n: usize) -> Case {
+    // Every tenth row lacks a key: the fast path leaves the table to the
+    // generic one (toon-format, 1-2 µs per byte).
+    let mut s = String::from("[");
+    let mut i = 0;
+    while s.len() < n {
+        if i % 10 == 9 {
+            s.push_str(&format!("{{\"id\":{i},\"name\":\"user-{i}\"}},"));
+        } else {
+            s.push_str(&format!(
+                "{{\"id\":{i},\"name\":\"user-{i}\",\"tag\":\"t\"}},"
+            ));
+        }
+        i += 1;
+    }
+    s.push_str("{\"id\":0,\"name\":\"x\",\"tag\":\"t\"}]");
+    text_result(&s)
+}
+
+fn toon_sparse_items(n: usize) -> Case {
+    // The same, as many content items of 8 KiB each: one budget per
+    // response, not per item.
+    let response: serde_json::Value =
+        serde_json::from_slice(&toon_sparse_rows(8 << 10).response).unwrap_or_default();
+    let block = response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let items: Vec<_> = (0..(n / block.len()).max(1))
+        .map(|_| json!({"type": "text", "text": block}))
+        .collect();
+    Case {
+        request: CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
 fn toon_long_numbers(n: usize) -> Case {
     let row = format!("{{\"a\":1.{}5}},", "0".repeat(200));
     let inner = repeat(&row, n);
     text_result(&format!("[{}{{\"a\":2}}]", inner))
+}
+
+fn toon_huge_number(n: usize) -> Case {
+    // One cell of a table is a number of `n` digits (exponent and all).
+    let digits = "7".repeat(n);
+    let rows = "{\"a\":1},".repeat(5);
+    text_result(&format!("[{rows}{{\"a\":1.{digits}e-5}}]"))
 }
 
 fn toon_long_strings(n: usize) -> Case {
@@ -532,6 +591,7 @@ families! {
     b64_wrapped_80: "base64: random, wrapped at 80 columns (issue 13)",
     b64_one_run: "base64: one run without separators",
     b64_short_runs: "base64: short runs in one long URL-like word",
+    b64_url_word: "base64: strippable runs in one long URL word",
     b64_dotted: "base64: dotted runs (JWT-like)",
     data_uri_no_comma: "base64: data: URIs without a payload",
     data_uri_many: "base64: many data: URIs",
@@ -567,10 +627,13 @@ families! {
     json_escapes: "JSON: one string of escapes",
     toon_tiny_rows: "TOON: very many tiny rows",
     toon_wide_rows: "TOON: rows of very many keys",
-    toon_reordered_keys: "TOON: one key set in opposite orders",
+    toon_reordered_keys: "TOON: a field group's keys in opposite orders",
     toon_near_keys: "TOON: keys that almost collide",
     toon_group_rows: "TOON: field groups in changing key order",
+    toon_sparse_rows: "TOON: rows lacking a key (generic path)",
+    toon_sparse_items: "TOON: many items of such rows (generic path)",
     toon_long_numbers: "TOON: long decimal numbers",
+    toon_huge_number: "TOON: one number of a million digits",
     toon_long_strings: "TOON: long quoted cells",
     toon_table: "TOON: an ordinary table (scale)",
     sse_data_without_end: "SSE: one data: line that never ends",
