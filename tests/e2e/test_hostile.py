@@ -89,6 +89,16 @@ def sparse_rows(n: int = MB) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
+def sparse_exactly(n: int) -> str:
+    """Sparse rows of exactly `n` bytes (the last name padded)."""
+    text = sparse_rows(n - 64)
+    rows = json.loads(text)
+    rows[-1]["name"] += "x" * (n - len(text))
+    out = json.dumps(rows, separators=(",", ":"))
+    assert len(out) == n, (len(out), n)
+    return out
+
+
 def group_rows(n: int = MB) -> str:
     unit = '{"id":1,"g":{"a":1,"b":2,"c":3,"d":4}},{"id":2,"g":{"d":4,"c":3,"b":2,"a":1}},'
     return "[" + repeat(unit, n - 2).rstrip(",") + "]"
@@ -213,6 +223,10 @@ CASES = [
     Case("sse_table_events", sse_events(table(15 * 1024)), {"default": {}, "transforms": {}}, content_type="text/event-stream"),
     Case("small", result("ok"), {"default": {"below_min_bytes": 1}, "transforms": {"below_min_bytes": 1}}),
 ]
+BOUNDARY = [
+    Case("generic_at", result(sparse_exactly(16 * 1024)), {}),
+    Case("generic_over", result(sparse_exactly(16 * 1024 + 1)), {}),
+]
 BY_NAME = {c.name: c for c in CASES}
 HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "sse_table_events", "small")]
 
@@ -223,7 +237,7 @@ HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "bat
 @pytest.fixture(scope="module")
 def upstream(work_dir: Path):
     spec = work_dir / "hostile-cases.json"
-    spec.write_text(json.dumps({c.name: c.spec() for c in CASES}))
+    spec.write_text(json.dumps({c.name: c.spec() for c in CASES + BOUNDARY}))
     port = harness.free_port()
     proc = harness.Proc("hostile-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "hostile-server.log")
     try:
@@ -356,3 +370,14 @@ def test_a_second_client_is_answered_meanwhile(envoy, listener, name):
           f"started {(time.monotonic() - start) * 1e3:.0f} ms ago")
     limit = t_small_alone + 2 * t_bare + 2 * t_like
     assert t_small <= limit, f"{name}: the small request waited {t_small * 1e3:.1f} ms, allowed {limit * 1e3:.1f} ms"
+
+
+@pytest.mark.parametrize("listener", list(CONFIGS))
+def test_the_generic_toon_budget_at_its_boundary(envoy, listener):
+    """16 KiB of text that only the generic TOON path decides is decided
+    (here: not smaller, `below_threshold`); one byte more is `toon_budget`."""
+    for case, reason in zip(BOUNDARY, ("below_threshold", "toon_budget")):
+        before = envoy.prometheus()
+        _, body = send(envoy, listener, case)
+        assert body == case.body
+        assert counted(envoy, before, {reason: 1}) == {reason: 1}
