@@ -154,6 +154,18 @@ pub struct Policy {
     pub trim: bool,
 }
 
+impl Policy {
+    /// No stage can change a result under this policy: TOON off, every
+    /// clean transform and the cap off, no trim. A call under it is decided
+    /// at its request, and its response is never read.
+    pub fn changes_nothing(&self) -> bool {
+        self.toon.mode == Mode::Off
+            && self.clean.all_off()
+            && self.clean.max_text_bytes == 0
+            && !self.trim
+    }
+}
+
 /// Index of the `servers[]` entry a stream matched, if any.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerScope(Option<usize>);
@@ -278,6 +290,12 @@ impl Settings {
     /// True when `tools/list` responses may change.
     pub fn rewrites_listings(&self) -> bool {
         self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
+    }
+
+    /// Some `servers[]` entry exists, so a stream's route, cluster and
+    /// authority are worth reading.
+    pub fn matches_servers(&self) -> bool {
+        !self.servers.is_empty()
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.

@@ -162,10 +162,16 @@ impl Driver {
             get(":path").unwrap_or_default(),
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
-        let stream = StreamInfo {
-            route: text_property(host, &["xds", "route_name"]),
-            cluster: text_property(host, &["xds", "cluster_name"]),
-            authority: get(":authority"),
+        // Only `servers[]` entries match on these: without any, three host
+        // calls saved on every request.
+        let stream = if self.exchange.settings().matches_servers() {
+            StreamInfo {
+                route: text_property(host, &["xds", "route_name"]),
+                cluster: text_property(host, &["xds", "cluster_name"]),
+                authority: get(":authority"),
+            }
+        } else {
+            StreamInfo::default()
         };
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
@@ -210,6 +216,16 @@ impl Driver {
         self.response.ended = end_of_stream;
         let held_back = self.exchange.response_started(&mut Shared(host));
         self.request.backlog.extend(held_back);
+        if self.exchange.ignores_response() {
+            // Decided already (at the request): the headers are not read,
+            // and no response body callback reads a byte.
+            if let Some(summary) = self.exchange.summary_at_headers() {
+                let r = host.set_header(Headers::Response, SUMMARY_HEADER, &summary);
+                best_effort(host, "the summary header", r);
+            }
+            self.exchange.response_headers(ResponseHead::default());
+            return self.settle(host);
+        }
         let get = |name: &str| header(host, Headers::Response, name);
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));

@@ -4,7 +4,8 @@
 use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
-use crate::outcome::Reason;
+use crate::outcome::{Reason, Stage};
+use crate::report::Decision;
 
 impl Exchange {
     /// Streamable HTTP: every client message is a POST with a JSON body.
@@ -143,13 +144,46 @@ impl Exchange {
         self.remember_calls(&info, sessions);
         let wanted = info.has_method(mcp::TOOLS_CALL)
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
-        if wanted {
+        if !wanted {
+            self.pass_through(Reason::NotToolsCall);
+        } else if self.answers_unchanged(&info) {
+            self.decided_at_request(&info);
+        } else {
             self.request = info;
             self.phase = Phase::Interested;
-        } else {
-            self.pass_through(Reason::NotToolsCall);
         }
         rewritten
+    }
+
+    /// No stage can change any answer to these calls: each is a
+    /// `tools/call` whose tool's policy changes nothing, and no listing
+    /// is rewritten. Then the response is never read (DESIGN "Off means
+    /// off, and costs (almost) nothing").
+    fn answers_unchanged(&self, info: &RequestInfo) -> bool {
+        info.calls.iter().all(|c| match c.method.as_str() {
+            mcp::TOOLS_CALL => self
+                .settings
+                .policy(self.scope, c.tool.as_deref())
+                .changes_nothing(),
+            mcp::TOOLS_LIST => !self.settings.rewrites_listings(),
+            _ => true,
+        })
+    }
+
+    /// Records each call as TOON `mode_off` (the one reason a block under
+    /// such a policy would get), once per call since no block is looked at,
+    /// and stops.
+    fn decided_at_request(&mut self, info: &RequestInfo) {
+        for call in info.calls.iter().filter(|c| c.method == mcp::TOOLS_CALL) {
+            self.report.push(Decision {
+                stage: Stage::Toon,
+                id: Some(call.id.clone()),
+                tool: call.tool.clone(),
+                ..Decision::response(Reason::ModeOff)
+            });
+        }
+        self.phase = Phase::Done;
+        self.summary_at_headers = self.settings.hold_headers;
     }
 
     /// The response began before the request body ended. A server may
