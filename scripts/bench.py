@@ -204,7 +204,8 @@ def core_times(cells: list[tuple[str, str, bytes, bytes]], work: Path) -> tuple[
     entries = []
     for name, listener, request, body in cells:
         config = next(w for _, n, w in ENVOY_LISTENERS if n == listener)
-        req, resp = work / f"{name}.{listener}.request", work / f"{name}.{listener}.response"
+        slug = name.replace(" ", "-").replace("/", "-").replace("(", "").replace(")", "")
+        req, resp = work / f"{slug}.{listener}.request", work / f"{slug}.{listener}.response"
         req.write_bytes(request)
         resp.write_bytes(body)
         entries.append({"name": f"{name}/{listener}", "config": config, "request": str(req), "response": str(resp)})
