@@ -19,13 +19,19 @@ pub const ARGUMENT_DESCRIPTION: &str = "Optional. In one sentence, what you need
 struct Params<'a> {
     #[serde(borrow)]
     arguments: Option<&'a RawValue>,
+    /// Read by [`declared`] only; [`strip`] has it too, so a `_meta`
+    /// written twice keeps the arguments as [`declared`] (and the
+    /// scanner) read them.
     #[serde(rename = "_meta", borrow)]
+    #[cfg_attr(not(test), allow(dead_code))]
     meta: Option<&'a RawValue>,
 }
 
 /// The non-empty intent in `params.arguments.<arg>` or `params._meta.<arg>`.
 /// Arguments with a key twice declare none (and keep it: [`strip`] reads
-/// them the same way).
+/// them the same way). Requests are read by `crate::mcp::scan` in one
+/// pass; this is the reference it is compared with.
+#[cfg(test)]
 pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
     let p: Params = object(params)?;
     [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {

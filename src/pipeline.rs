@@ -210,7 +210,9 @@ pub fn start(
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
     {
-        let Some(messages) = mcp::parse_messages(&body) else {
+        // One pass over the body: messages, results and their items as
+        // spans (mcp::scan_response).
+        let Some(messages) = mcp::scan_response(&body) else {
             report.push(Decision::response(Reason::MalformedResponse));
             return Err(body.into_bytes());
         };
@@ -224,7 +226,11 @@ pub fn start(
                 intents.extend(found.iter().map(|_| call.intent.clone()));
                 blocks.extend(found);
             } else if call.method == mcp::TOOLS_LIST {
-                if let Some(result) = message.result {
+                // A listing is read again, as a whole (it is rarely large).
+                let result = message
+                    .result
+                    .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
+                if let Some(result) = result {
                     listing(settings, scope, &body, call, result, &mut edits, report);
                 }
             }
@@ -429,7 +435,7 @@ fn tool_call_blocks(
     scope: ServerScope,
     base: &str,
     call: &Call,
-    message: &mcp::Message<'_>,
+    message: &mcp::Scanned<'_>,
     report: &mut Report,
 ) -> Vec<Block> {
     let at = |reason: Reason, block: Option<usize>| Decision {
@@ -442,7 +448,7 @@ fn tool_call_blocks(
         report.push(at(Reason::JsonRpcError, None));
         return Vec::new();
     }
-    let Some(result) = message.result.and_then(mcp::tool_result) else {
+    let Some(result) = &message.tool else {
         report.push(at(Reason::MalformedResponse, None));
         return Vec::new();
     };
@@ -450,13 +456,13 @@ fn tool_call_blocks(
         report.push(at(Reason::IsError, None));
         return Vec::new();
     }
-    let Some(content) = result.content else {
+    let Some(content) = &result.content else {
         report.push(at(Reason::NoContent, None));
         return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
     let mut blocks = Vec::new();
-    for (index, item) in mcp::text_items(&content).into_iter().enumerate() {
+    for (index, item) in content.iter().enumerate() {
         let Some(item) = item else {
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
@@ -464,10 +470,9 @@ fn tool_call_blocks(
         if item.kind.as_deref() != Some("text") {
             continue;
         }
-        let literal: Option<&RawValue> = item.text;
-        let found = literal.and_then(|l| {
-            let text = serde_json::from_str::<String>(l.get()).ok()?;
-            Some((Edits::span_of(base, l)?, text))
+        let found = item.text.and_then(|l| {
+            let text = serde_json::from_str::<String>(l).ok()?;
+            Some((Edits::span_of_str(base, l)?, text))
         });
         let Some((span, text)) = found else {
             report.push(at(Reason::MalformedContent, Some(index)));

@@ -1,0 +1,179 @@
+//! A request body: each call's id, method, and for a `tools/call` its
+//! tool name (`params.name`) and declared intent (`params.arguments.<arg>`
+//! or `params._meta.<arg>`, see [`crate::intent`]).
+//!
+//! The readers it stands in for read `params` twice over, as two structs:
+//! the tool name's (a `name` that is no string, or written twice, names no
+//! tool) and the intent's (an `arguments` or `_meta` written twice declares
+//! none; within either, a key written twice declares none from it). Both
+//! refuse a key they cannot decode. `params` is read before its message's
+//! `method` may be known, so it is read for every message and kept for a
+//! `tools/call`.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use super::{Field, Scanner};
+use crate::mcp::{id_key, Call, TOOLS_CALL};
+
+/// The calls of a request body (notifications, with no id, and messages
+/// with no method are skipped), or `None` when it is not one JSON object
+/// or an array of objects, or a message has a field twice, or a `method`
+/// that is not a string.
+pub fn request(text: &str, intent_argument: Option<&str>) -> Option<Vec<Call>> {
+    Scanner::body(text, |s| s.call(intent_argument))
+}
+
+/// What `params` says, read as both structs.
+#[derive(Default)]
+struct Params {
+    tool: Option<String>,
+    intent: Option<String>,
+}
+
+impl<'a> Scanner<'a> {
+    fn call(&mut self, arg: Option<&str>) -> Option<Option<Call>> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut id = Field::default();
+        let mut method = Field::default();
+        let mut params = Field::default();
+        self.object(|s, key| match key?.as_ref() {
+            "id" => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                id.set(v)
+            }
+            "method" => {
+                let v = match s.peek()? {
+                    b'"' => Some(s.string()??),
+                    b'n' if s.null()? => None,
+                    // Not a string: serde's `Cow<str>` refuses the body.
+                    _ => return None,
+                };
+                method.set(v)
+            }
+            "params" => {
+                let v = if s.null()? {
+                    None
+                } else {
+                    Some(s.params(arg)?)
+                };
+                params.set(v)
+            }
+            _ => s.value(),
+        })?;
+        let id = id
+            .value
+            .and_then(|raw| serde_json::from_str(raw).ok())
+            .and_then(id_key);
+        let (Some(id), Some(method)) = (id, method.value) else {
+            return Some(None);
+        };
+        let params = if method == TOOLS_CALL {
+            params.value.unwrap_or_default()
+        } else {
+            Params::default()
+        };
+        Some(Some(Call {
+            id,
+            method: method.into_owned(),
+            tool: params.tool,
+            intent: params.intent,
+        }))
+    }
+
+    /// A `params` value (skipped whole).
+    fn params(&mut self, arg: Option<&str>) -> Option<Params> {
+        if self.peek()? != b'{' {
+            self.value()?;
+            return Some(Params::default());
+        }
+        let mut keys_decode = true;
+        let mut name: Field<String> = Field::default();
+        let mut named = true;
+        let mut arguments: Field<Option<String>> = Field::default();
+        let mut meta: Field<Option<String>> = Field::default();
+        let mut declares = true;
+        self.object(|s, key| match key.as_deref() {
+            None => {
+                keys_decode = false;
+                s.value()
+            }
+            Some("name") => {
+                let v = match s.peek()? {
+                    b'"' => match s.string()? {
+                        Some(v) => Some(v),
+                        None => {
+                            named = false;
+                            return Some(());
+                        }
+                    },
+                    b'n' if s.null()? => None,
+                    _ => {
+                        named = false;
+                        return s.value();
+                    }
+                };
+                named &= name.set(v.map(Cow::into_owned)).is_some();
+                Some(())
+            }
+            Some(field @ ("arguments" | "_meta")) => {
+                let v = if s.null()? {
+                    None
+                } else {
+                    Some(s.intent_in(arg)?)
+                };
+                let slot = if field == "arguments" {
+                    &mut arguments
+                } else {
+                    &mut meta
+                };
+                declares &= slot.set(v).is_some();
+                Some(())
+            }
+            _ => s.value(),
+        })?;
+        Some(Params {
+            tool: name.value.filter(|_| keys_decode && named),
+            intent: [arguments.value, meta.value]
+                .into_iter()
+                .flatten()
+                .flatten()
+                .next()
+                .filter(|_| keys_decode && declares),
+        })
+    }
+
+    /// The non-empty, trimmed string `<arg>` of an `arguments` or `_meta`
+    /// value (skipped whole); `None` when there is none or the object
+    /// names a key twice.
+    fn intent_in(&mut self, arg: Option<&str>) -> Option<Option<String>> {
+        let Some(arg) = arg.filter(|_| self.peek() == Some(b'{')) else {
+            self.value()?;
+            return Some(None);
+        };
+        let mut keys: HashSet<Cow<'a, str>> = HashSet::new();
+        let mut unique = true;
+        let mut found = None;
+        self.object(|s, key| {
+            let Some(key) = key else {
+                unique = false;
+                return s.value();
+            };
+            if key == arg && s.peek()? == b'"' {
+                found = s.string()?;
+            } else {
+                s.value()?;
+            }
+            unique &= keys.insert(key);
+            Some(())
+        })?;
+        Some(
+            found
+                .filter(|_| unique)
+                .map(|text| text.trim().to_string())
+                .filter(|text| !text.is_empty()),
+        )
+    }
+}
