@@ -206,33 +206,80 @@ pub fn start(
             return Err(e.into_bytes());
         }
     };
+    match read(settings, scope, request, &body, report) {
+        Some(found) => Ok(found.into_job(body)),
+        None => Err(body.into_bytes()),
+    }
+}
+
+/// [`start`] on a body the caller keeps (an event's data): `None` when
+/// nothing in it can change, and then the body is not copied (issue 14:
+/// an event that answers none of the calls, or whose result is an error,
+/// costs its scan and nothing more).
+pub fn start_borrowed(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: &str,
+    report: &mut Report,
+) -> Option<Job> {
+    let found = read(settings, scope, request, body, report)?;
+    let idle = found.blocks.is_empty() && found.edits.is_empty();
+    (!idle).then(|| found.into_job(body.to_string()))
+}
+
+/// What a body holds for the stages, as spans of it.
+struct Found {
+    edits: Edits,
+    blocks: Vec<Block>,
+    trim: Option<TrimPlan>,
+}
+
+impl Found {
+    fn into_job(self, body: String) -> Job {
+        Job {
+            body,
+            edits: self.edits,
+            blocks: self.blocks,
+            trim: self.trim,
+        }
+    }
+}
+
+/// The reading half of [`start`]; `None` when the body is no JSON-RPC
+/// message (recorded).
+fn read(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: &str,
+    report: &mut Report,
+) -> Option<Found> {
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
-    {
-        // One pass over the body: messages, results and their items as
-        // spans (mcp::scan_response).
-        let Some(messages) = mcp::scan_response(&body) else {
-            report.push(Decision::response(Reason::MalformedResponse));
-            return Err(body.into_bytes());
+    // One pass over the body: messages, results and their items as spans
+    // (mcp::scan_response).
+    let Some(messages) = mcp::scan_response(body) else {
+        report.push(Decision::response(Reason::MalformedResponse));
+        return None;
+    };
+    let calls = request.index();
+    for message in &messages {
+        let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
+            continue;
         };
-        let calls = request.index();
-        for message in &messages {
-            let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
-                continue;
-            };
-            if call.method == mcp::TOOLS_CALL {
-                let found = tool_call_blocks(settings, scope, &body, call, message, report);
-                intents.extend(found.iter().map(|_| call.intent.clone()));
-                blocks.extend(found);
-            } else if call.method == mcp::TOOLS_LIST {
-                // A listing is read again, as a whole (it is rarely large).
-                let result = message
-                    .result
-                    .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
-                if let Some(result) = result {
-                    listing(settings, scope, &body, call, result, &mut edits, report);
-                }
+        if call.method == mcp::TOOLS_CALL {
+            let found = tool_call_blocks(settings, scope, body, call, message, report);
+            intents.extend(found.iter().map(|_| call.intent.clone()));
+            blocks.extend(found);
+        } else if call.method == mcp::TOOLS_LIST {
+            // A listing is read again, as a whole (it is rarely large).
+            let result = message
+                .result
+                .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
+            if let Some(result) = result {
+                listing(settings, scope, body, call, result, &mut edits, report);
             }
         }
     }
@@ -240,8 +287,7 @@ pub fn start(
         block.clean(report);
     }
     let trim = plan_trim(settings, &blocks, &intents, report);
-    Ok(Job {
-        body,
+    Some(Found {
         edits,
         blocks,
         trim,

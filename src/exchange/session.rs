@@ -124,7 +124,7 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> RequestInfo {
         let mut calls = Vec::new();
-        for message in mcp::parse_messages(data).unwrap_or_default() {
+        for message in mcp::scan_response(data).unwrap_or_default() {
             let Some(id) = message.id else { continue };
             let recorded = self.session.as_deref().and_then(|s| {
                 let k = key(s, &id);
@@ -142,18 +142,12 @@ impl Exchange {
                     tool: r.t,
                     intent: r.i,
                 }),
-                None if message
-                    .result
-                    .and_then(mcp::tool_result)
-                    .is_some_and(|r| r.content.is_some()) =>
-                {
-                    calls.push(Call {
-                        id,
-                        method: mcp::TOOLS_CALL.to_string(),
-                        tool: None,
-                        intent: None,
-                    })
-                }
+                None if message.tool.is_some_and(|r| r.content.is_some()) => calls.push(Call {
+                    id,
+                    method: mcp::TOOLS_CALL.to_string(),
+                    tool: None,
+                    intent: None,
+                }),
                 None => {}
             }
         }

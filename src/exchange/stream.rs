@@ -224,14 +224,9 @@ impl Exchange {
         if request.calls.is_empty() {
             return EventPlan::Ready(event.into_raw(), None);
         }
-        let job = pipeline::start(
-            &self.settings,
-            self.scope,
-            request,
-            data.as_bytes().to_vec(),
-            &mut self.report,
-        );
-        let Ok(job) = job else {
+        let job =
+            pipeline::start_borrowed(&self.settings, self.scope, request, data, &mut self.report);
+        let Some(job) = job else {
             return EventPlan::Ready(event.into_raw(), None);
         };
         if job.callout().is_some() {
