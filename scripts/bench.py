@@ -3,15 +3,18 @@ with the figures and the commands that made them.
 
 1. token savings on bench/corpus/ (cargo bench --bench token_savings);
 2. native TOON stage throughput (cargo bench --bench toon_throughput);
-3. through Envoy: no plugin / plugin with every stage off / plugin adaptive,
-   on tabular and non-tabular results of 1 KB and 64 KB, with wrk;
+3. through Envoy: no plugin / empty filter / floor / plugin with every stage
+   off / plugin adaptive, on tabular and non-tabular results of 1 KB, 64 KB
+   and 1 MiB, with wrk; the ratios to the no-plugin and floor rows are
+   printed too (issue 14);
 4. module size and peak core memory per stream (cargo bench --bench
    stream_memory).
 
 Run from the repository root after `make build`: .venv/bin/python scripts/bench.py
 Options: --seconds N (wrk run length per cell, default 8), --only SECTION
-(tokens, throughput, envoy, memory; repeatable) to rerun a part and keep the
-other sections' last figures out (the file is rewritten whole).
+(tokens, throughput, envoy, memory; repeatable) to rerun a part: its
+sections replace theirs in the existing file, stamped with the run's date
+and commit; the others stay.
 scripts/bench_real.py (the second part of `make bench`) then adds the
 section on real MCP servers.
 """
@@ -258,14 +261,15 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             upstream.stop()
     cpu = {(row, name): cpu_us for row, _, _, _, name, _, cpu_us in measured}
     lines = [
-        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request | × no plugin | native core µs | floor + native µs | × (floor + native) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request | × no plugin | × floor | native core µs | floor + native µs | × (floor + native) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row, sent, got, label, name, r, cpu_us in measured:
         base = cpu.get((row, "none"))
         ratio = f"{cpu_us / base:.2f}" if base else "–"
         native = core.get(f"{row}/{name}")
         floor = cpu.get((row, "floor"))
+        ratio += f" | {cpu_us / floor:.2f}" if floor else " | –"
         if native is not None and floor is not None:
             extra = f"{native:,.0f} | {floor + native:,.0f} | {cpu_us / (floor + native):.2f}"
         else:
@@ -275,6 +279,7 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
         )
     table = "\n".join(lines)
     summary = ratios(cpu, core, [r for r, _, _ in rows_wanted])
+    print(summary)
     return f"""## Through Envoy
 
 Command: `.venv/bin/python scripts/bench.py --only envoy --seconds {seconds}` (part of `make bench`).
@@ -307,7 +312,10 @@ rows are the largest results whose body stays within 1 MiB less 1 KiB
 
 {table}
 
-Envoy CPU per request as a multiple of the no-plugin row of the same result:
+Envoy CPU per request as a multiple of the no-plugin row and of the floor
+row of the same result (issue 14's targets: traffic the plugin does not
+change ≤ 1.2× no plugin; a 64 KB table at defaults ≤ 6× no plugin and
+within 2× of floor + native; a 1 KB table at defaults ≤ 1.5× no plugin):
 
 {summary}
 """
@@ -315,17 +323,21 @@ Envoy CPU per request as a multiple of the no-plugin row of the same result:
 
 def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list[str]) -> str:
     lines = [
-        "| result | no plugin µs | empty filter | floor | stages off | defaults | defaults ÷ (floor + native) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| result | no plugin µs | empty filter | floor | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + native) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         base = cpu.get((row, "none"))
         if not base:
             continue
         cell = lambda name: f"{cpu[(row, name)] / base:.2f}×" if (row, name) in cpu else "–"  # noqa: E731
-        native, floor, default = core.get(f"{row}/adaptive"), cpu.get((row, "floor")), cpu.get((row, "adaptive"))
+        floor = cpu.get((row, "floor"))
+        over_floor = lambda name: f"{cpu[(row, name)] / floor:.2f}×" if floor and (row, name) in cpu else "–"  # noqa: E731
+        native, default = core.get(f"{row}/adaptive"), cpu.get((row, "adaptive"))
         vs = f"{default / (floor + native):.2f}" if None not in (native, floor, default) else "–"
-        lines.append(f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('off')} | {cell('adaptive')} | {vs} |")
+        lines.append(
+            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('off')} | {over_floor('off')} | {cell('adaptive')} | {over_floor('adaptive')} | {vs} |"
+        )
     return "\n".join(lines)
 
 
@@ -359,6 +371,22 @@ high-water mark of the busiest moment and stays at that size.
 """
 
 
+def splice(text: str, sections: list[str], stamp: str) -> str:
+    """`text` with each of `sections` (a `## ` heading, then its body) in
+    place of the section of the same heading (or after the rest), the
+    stamp under its heading."""
+    for section in sections:
+        title, rest = section.split("\n", 1)
+        stamped = f"{title}\n\n{stamp}{rest.lstrip()}".rstrip("\n") + "\n"
+        start = text.find(title + "\n")
+        if start < 0:
+            text = text.rstrip("\n") + "\n\n" + stamped
+            continue
+        end = text.find("\n## ", start + len(title))
+        text = text[:start] + stamped + (text[end:] if end >= 0 else "")
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
@@ -387,7 +415,13 @@ Written by `make bench` (`scripts/bench.py`; the last section by
 {time.monotonic() - started:.0f} s. The machine was shared with other work, so
 absolute figures vary between runs; each section compares within one run.
 """
-    args.out.write_text(head + "\n" + "\n".join(sections))
+    if args.only and args.out.exists():
+        # A partial run replaces its own sections and keeps the others,
+        # each section saying which run wrote it.
+        stamp = f"Run on {datetime.now(timezone.utc).strftime('%Y-%m-%d')} at commit `{commit}`{' (with uncommitted changes)' if dirty else ''} (`--only {' --only '.join(args.only)}`).\n\n"
+        args.out.write_text(splice(args.out.read_text(), sections, stamp))
+    else:
+        args.out.write_text(head + "\n" + "\n".join(sections))
     print(f"wrote {args.out}", file=sys.stderr)
 
 
