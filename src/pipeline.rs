@@ -517,7 +517,7 @@ fn tool_call_blocks(
             continue;
         }
         let found = item.text.and_then(|l| {
-            let text = serde_json::from_str::<String>(l).ok()?;
+            let text = item.text_value()?;
             Some((Edits::span_of_str(base, l)?, text))
         });
         let Some((span, text)) = found else {

@@ -23,6 +23,7 @@
 
 use std::borrow::Cow;
 
+mod literal;
 mod request;
 mod response;
 

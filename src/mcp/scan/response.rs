@@ -40,6 +40,14 @@ pub struct Item<'a> {
     pub text: Option<&'a str>,
 }
 
+impl Item<'_> {
+    /// The value of `text` when it is a string serde_json decodes (its
+    /// literal was checked by the scan).
+    pub fn text_value(&self) -> Option<String> {
+        self.text.and_then(super::literal::unescape)
+    }
+}
+
 /// The responses of a body, or `None` when it is not one JSON object or an
 /// array of them (or a message names a field twice).
 pub fn response(text: &str) -> Option<Vec<Scanned<'_>>> {

@@ -58,6 +58,10 @@ fn by_scan(text: &str) -> Option<View> {
                         c.into_iter()
                             .map(|i| {
                                 i.map(|i| {
+                                    // The decoded text is serde_json's.
+                                    let decoded =
+                                        i.text.and_then(|t| serde_json::from_str::<String>(t).ok());
+                                    assert_eq!(i.text_value(), decoded, "{:?}", i.text);
                                     (i.kind.map(|k| k.into_owned()), i.text.map(str::to_string))
                                 })
                             })

@@ -41,6 +41,12 @@ const STRINGS: &[&str] = &[
     "\\ud83d\\ude00",
     "a\\\"b\\\\c\\n",
     "é€😀",
+    "\\ud800\\u0041",
+    "\\ud800\\n",
+    "\\udc00",
+    "\\ud83d\\ud83d",
+    "x\\ud83d",
+    "\\u00e9\\/\\b\\f\\r\\t\\u0000",
 ];
 
 const SCALARS: &[&str] = &[
@@ -247,8 +253,31 @@ const GRAMMAR: &[&str] = &[
     "", "\"", "\\", "{", "}", "[", "]", ",", ":", " ", "0", "-", "n", "\u{1}",
 ];
 
+/// Pieces of a string literal: plain runs and every kind of escape,
+/// surrogates paired, lone and misordered.
+fn literal() -> impl Strategy<Value = String> {
+    let unit = prop_oneof![
+        prop::sample::select(&[0xD800u32, 0xDBFF, 0xDC00, 0xDFFF, 0x41, 0xE9, 0, 0xFFFF][..]),
+        0u32..0x10000,
+    ];
+    let piece = prop_oneof![
+        "[a-z é😀\"\\\\]{0,6}".prop_map(|s| s.replace('\\', "\\\\").replace('"', "\\\"")),
+        prop::sample::select(&["\\n", "\\/", "\\b", "\\f", "\\r", "\\t", "\\\"", "\\\\"][..])
+            .prop_map(str::to_string),
+        unit.clone().prop_map(|u| format!("\\u{u:04x}")),
+        unit.prop_map(|u| format!("\\u{u:04X}")),
+    ];
+    prop::collection::vec(piece, 0..8).prop_map(|p| format!("\"{}\"", p.concat()))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A text item's value, decoded by the scan, is serde_json's.
+    #[test]
+    fn generated_text_literals(text in literal()) {
+        same(&format!(r#"{{"id":1,"result":{{"content":[{{"type":"text","text":{text}}}]}}}}"#));
+    }
 
     #[test]
     fn generated_bodies(body in body()) {
