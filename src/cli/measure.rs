@@ -29,6 +29,8 @@ pub struct Payload {
 pub struct Target {
     pub tool: Option<String>,
     pub stream: StreamInfo,
+    /// A JMESPath query every call carries (`--project`).
+    pub query: Option<String>,
 }
 
 /// One core decision, as in the decision record.
@@ -185,6 +187,7 @@ pub fn measure_body(
                 method: mcp::TOOLS_CALL.to_string(),
                 tool: target.tool.clone(),
                 intent: None,
+                query: target.query.clone(),
             })
             .collect(),
     };

@@ -7,6 +7,7 @@
 
 mod clean;
 mod error;
+mod project;
 mod toon;
 mod trim;
 
@@ -16,6 +17,7 @@ use serde::Deserialize;
 
 pub use clean::CleanPatch;
 pub use error::ConfigError;
+pub use project::{ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings};
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
@@ -35,12 +37,15 @@ pub struct Patch {
     pub clean: CleanPatch,
     #[serde(default)]
     pub trim: TrimPatch,
+    #[serde(default)]
+    pub project: ProjectPatch,
 }
 
 impl Patch {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
         self.toon.validate(&join(path, "toon"))?;
-        self.clean.validate(&join(path, "clean"))
+        self.clean.validate(&join(path, "clean"))?;
+        self.project.validate(&join(path, "project"))
     }
 }
 
@@ -53,6 +58,8 @@ struct RawConfig {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimSection,
+    #[serde(default)]
+    project: ProjectSection,
     max_body_bytes: Option<u64>,
     max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
@@ -75,6 +82,8 @@ struct RawServer {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimPatch,
+    #[serde(default)]
+    project: ProjectPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -138,11 +147,16 @@ pub struct Settings {
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
+    /// The query argument and its limit; rules and `queries` are per
+    /// policy, see [`Policy::project`].
+    pub project: ProjectSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
     /// Some layer enables trim: requests must be read for intents.
     trim_anywhere: bool,
+    /// Some layer accepts agent queries: requests must be read for them.
+    queries_anywhere: bool,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -152,6 +166,8 @@ pub struct Policy {
     pub clean: crate::stage::clean::CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
+    /// Operator rules and whether agent queries apply to this tool.
+    pub project: ProjectPolicy,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -167,10 +183,12 @@ impl Default for Settings {
             annotate_tools: false,
             hold_headers: false,
             trim: TrimSettings::default(),
+            project: ProjectSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
             trim_anywhere: false,
+            queries_anywhere: false,
         }
     }
 }
@@ -204,6 +222,7 @@ impl Settings {
         raw.clean.validate("clean")?;
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
+        let (project_patch, project) = raw.project.resolve()?;
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
@@ -232,6 +251,7 @@ impl Settings {
             }
             s.toon.validate(&format!("{path}.toon"))?;
             s.clean.validate(&format!("{path}.clean"))?;
+            s.project.validate(&format!("{path}.project"))?;
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
@@ -239,18 +259,27 @@ impl Settings {
                     toon: s.toon,
                     clean: s.clean,
                     trim: s.trim,
+                    project: s.project,
                 },
                 tools: s.tools,
             });
         }
-        let enables = |p: &Patch| p.trim.enabled == Some(true);
-        let trim_anywhere = trim_enabled == Some(true)
-            || raw.tools.values().any(enables)
-            || servers
-                .iter()
-                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
+        let anywhere = |top: bool, enables: &dyn Fn(&Patch) -> bool| {
+            top || raw.tools.values().any(enables)
+                || servers
+                    .iter()
+                    .any(|s| enables(&s.patch) || s.tools.values().any(enables))
+        };
+        let trim_anywhere = anywhere(trim_enabled == Some(true), &|p| {
+            p.trim.enabled == Some(true)
+        });
+        let queries_anywhere = anywhere(project_patch.queries == Some(true), &|p| {
+            p.project.queries == Some(true)
+        });
         Ok(Self {
             trim_anywhere,
+            queries_anywhere,
+            project,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
@@ -263,6 +292,7 @@ impl Settings {
                 trim: TrimPatch {
                     enabled: trim_enabled,
                 },
+                project: project_patch,
             },
             tools: raw.tools,
             servers,
@@ -275,9 +305,30 @@ impl Settings {
         self.trim_anywhere
     }
 
+    /// True when some layer accepts agent queries: requests carry them,
+    /// listings advertise the argument and requests lose it.
+    pub fn queries_anywhere(&self) -> bool {
+        self.queries_anywhere
+    }
+
     /// True when `tools/list` responses may change.
     pub fn rewrites_listings(&self) -> bool {
-        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
+        self.annotate_tools
+            || (self.trim_anywhere && self.trim.advertise_intent)
+            || self.queries_anywhere
+    }
+
+    /// The tool arguments taken out of `tools/call` requests before they
+    /// reach the server: the advertised intent and query arguments.
+    pub fn stripped_arguments(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        if self.trim_anywhere && self.trim.advertise_intent {
+            names.push(self.trim.intent_argument.as_str());
+        }
+        if self.queries_anywhere {
+            names.push(self.project.query_argument.as_str());
+        }
+        names
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.
@@ -304,12 +355,19 @@ impl Settings {
         let mut toon = ToonSettings::default();
         let mut clean = crate::stage::clean::CleanSettings::default();
         let mut trim = false;
+        let mut project = ProjectPolicy::default();
         for layer in layers {
             toon.apply(&layer.toon);
             layer.clean.apply(&mut clean);
             trim = layer.trim.enabled.unwrap_or(trim);
+            layer.project.apply(&mut project);
         }
-        Policy { toon, clean, trim }
+        Policy {
+            toon,
+            clean,
+            trim,
+            project,
+        }
     }
 }
 

@@ -247,13 +247,13 @@ impl Exchange {
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
-            remove_content_length: self.strips_intent(),
+            remove_content_length: self.strips_arguments(),
         }
     }
 
     /// One chunk of the request body. The request is only rewritten when
-    /// the intent argument may need to come out; otherwise every chunk goes
-    /// upstream at once and the core keeps a copy.
+    /// the intent or query argument may need to come out; otherwise every
+    /// chunk goes upstream at once and the core keeps a copy.
     pub fn request_chunk(
         &mut self,
         chunk: &[u8],
@@ -263,7 +263,7 @@ impl Exchange {
         if self.phase != Phase::Request {
             return Step::pass();
         }
-        let rewrites = self.strips_intent();
+        let rewrites = self.strips_arguments();
         if self.request_body.count(chunk) > self.settings.max_body_bytes {
             self.pass(Reason::RequestTooLarge);
             let kept = rewrites && !self.request_body.bytes.is_empty();
@@ -286,29 +286,34 @@ impl Exchange {
         }
     }
 
-    fn strips_intent(&self) -> bool {
-        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    fn strips_arguments(&self) -> bool {
+        !self.settings.stripped_arguments().is_empty()
     }
 
     /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of `tools/call` arguments).
+    /// changed (the intent and query arguments taken out of `tools/call`
+    /// arguments).
     fn request_complete(
         &mut self,
         body: &[u8],
         sessions: &mut dyn SessionStore,
     ) -> Option<Vec<u8>> {
-        let arg = self
-            .settings
-            .trim_anywhere()
-            .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
+        let s = &self.settings;
+        let declared = mcp::Declared {
+            intent: s.trim_anywhere().then_some(s.trim.intent_argument.as_str()),
+            query: s
+                .queries_anywhere()
+                .then_some(s.project.query_argument.as_str()),
+        };
+        let Some(info) = RequestInfo::parse_declared(body, declared) else {
             self.pass(Reason::RequestNotJsonRpc);
             return None;
         };
-        let rewritten = if self.strips_intent() && info.has_method(mcp::TOOLS_CALL) {
+        let stripped = self.settings.stripped_arguments();
+        let rewritten = if !stripped.is_empty() && info.has_method(mcp::TOOLS_CALL) {
             std::str::from_utf8(body)
                 .ok()
-                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
+                .and_then(|text| crate::intent::strip(text, &stripped))
                 .map(String::into_bytes)
         } else {
             None

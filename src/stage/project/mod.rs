@@ -1,0 +1,34 @@
+//! The project stage: keeps only the parts of a JSON tool result that are
+//! wanted, deterministically, without a model.
+//!
+//! - Operator rules ([`rules`]): `project.keep` / `project.drop` paths per
+//!   server and tool ([`path`] has the syntax), applied to the text without
+//!   re-serialising what stays.
+//! - Agent queries ([`query`]): a JMESPath expression the agent sends in an
+//!   extra tool argument (`project.query_argument`), evaluated within
+//!   bounds decided before it runs. A query that cannot apply leaves the
+//!   result as it was, with a one-line [`note`] at its end.
+//!
+//! Both drop information by design: the decision record says
+//! `lossless: false`.
+
+pub mod path;
+pub mod query;
+pub mod rules;
+
+pub use query::{Query, Refusal};
+pub use rules::Rules;
+
+/// The description agents see for the advertised query argument.
+pub const ARGUMENT_DESCRIPTION: &str = "Optional. A JMESPath expression (jmespath.org) applied to this tool's JSON result before you receive it, so you get only what you need, e.g. `items[?state=='open'].{id: id, title: title}` or `entities[*].name`. Objects in the answer list their keys in sorted order. If the expression is invalid, selects nothing or the result is not JSON, you get the full result with a note on its last line. Leave it out to get the full result.";
+
+/// The line appended to a block whose query was not applied: an agent
+/// that asked for a projection learns why it got the whole result. Like
+/// the `max_text_bytes` notice it starts with `\n[mcp-toon:`.
+pub fn note(refusal: &Refusal) -> String {
+    format!(
+        "\n[mcp-toon: query not applied ({}): {}; this is the full result]",
+        refusal.reason.as_str(),
+        refusal.detail
+    )
+}
