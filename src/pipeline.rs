@@ -492,7 +492,9 @@ fn tool_call_blocks(
             tool: call.tool.clone(),
             index,
             policy: policy.clone(),
-            query: call.query.clone(),
+            // Queries off everywhere: the argument was neither advertised
+            // nor taken out, so it is the server's, not ours.
+            query: call.query.clone().filter(|_| settings.queries_anywhere()),
             queried: false,
             note: None,
         });

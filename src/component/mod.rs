@@ -19,6 +19,7 @@ use crate::config::{Settings, StreamInfo};
 use crate::convert;
 use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, Step};
 use crate::report::Report;
+use crate::stage::project::Query;
 use crate::stage::trim::LlmReply;
 
 /// What one exchange came to: the body to send, whether it changed, and the
@@ -132,6 +133,14 @@ pub fn toon_decode(toon: &str) -> Result<String, String> {
     convert::toon_to_json(toon).map_err(|e| e.to_string())
 }
 
+/// `project-query`: the project stage's evaluation of an agent's query.
+pub fn project_query(json: &str, expression: &str, max_query_bytes: u32) -> Result<String, String> {
+    let max = usize::try_from(max_query_bytes).unwrap_or(usize::MAX);
+    Query::parse(expression, max)
+        .and_then(|q| q.apply(json))
+        .map_err(|r| format!("{}: {}", r.reason.as_str(), r.detail))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +218,19 @@ mod tests {
         assert!(record.contains("\"stage\":\"trim\""), "{record}");
         assert!(out.changed, "{record}");
         assert!(out.report.summary().contains("encoded=1"), "{record}");
+    }
+
+    #[test]
+    fn an_agent_query_projects_the_result() {
+        let s = configure(r#"{"project":{"queries":true}}"#).unwrap();
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"jmespath":"[?id < `2`].name"}}}"#;
+        let out = process(&s, call, "application/json", table_response());
+        assert!(out.changed);
+        let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], r#"["row 0","row 1"]"#);
+        assert!(out.report.summary().contains("queried=1"), "{}", out.report.summary());
+        assert_eq!(project_query("[1,2,3]", "[1]", 64).unwrap(), "2");
+        assert!(project_query("[1,2,3]", "[", 64).unwrap_err().starts_with("query_invalid: "));
     }
 
     #[test]

@@ -33,6 +33,10 @@ CONFIG_CASES = [
     ('{"toon":{"mode":"off"}}', True),
     # Trim on: the component has no HTTP client, so its callout fails open.
     ('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}', True),
+    # Operator rules and agent queries (the project stage).
+    ('{"project":{"queries":true,"drop":["[].tags","**.price"]}}', True),
+    ('{"project":{"drop":["a..b"]}}', False),
+    ('{"project":{"query_argument":"no spaces"}}', False),
     ('{"toon":{"mode":"sometimes"}}', False),
     ('{"toon":{"min_savings_pct":95}}', False),
     ('{"max_body_bytes":10}', False),
@@ -88,6 +92,9 @@ def exchanges():
         ("id-mismatch", call("8"), response("7", table_text(40))),
         ("with-intent", call("7", arguments={"expected_info": "ids and names only"}),
          response("7", table_text(40))),
+        ("with-query", call("7", arguments={"jmespath": "[?price > `10`].{id: id, name: name}"}),
+         response("7", table_text(40))),
+        ("with-bad-query", call("7", arguments={"jmespath": "[?price >"}), response("7", table_text(40))),
         ("html-page", call("7"), response("7", (PAYLOADS / "page.html").read_text())),
         ("prose", call("7"), response("7", (PAYLOADS / "prose.txt").read_text())),
         ("pretty-object", call("7"), response("7", json.dumps(
@@ -124,6 +131,20 @@ ENCODE = [
     '[{"a":1,"b":2},{"b":3,"a":4}]',
     "{",
     "",
+]
+
+
+# (json, expression, max_query_bytes) for `project-query`.
+PROJECT = [
+    (table_text(10), "[?price > `5`].name", 1024),
+    (table_text(10), "[0].{n: name, i: id}", 1024),
+    ('{"big": 123456789012345678901234567890, "e": 1.50e3, "s": "caf\u00e9"}', "[big, e, s]", 1024),
+    (table_text(10), "[?", 1024),
+    (table_text(10), "[?name == 'nobody']", 1024),
+    (table_text(10), "length(@[0].id)", 1024),
+    (table_text(10), "[@,@] | [@,@] | [@,@] | [@,@]", 1024),
+    (table_text(10), "[*].name", 8),
+    ("not json", "a", 1024),
 ]
 
 
@@ -201,6 +222,7 @@ def cases():
                       for _, c, req, ct, body in EXCHANGES],
         "encode": ENCODE,
         "decode": decode_cases(),
+        "project": PROJECT,
     }
 
 
@@ -248,32 +270,34 @@ def test_process_response_cases_do_what_they_say(host, processors):
         out = host.process(processors[c], r, ct, b)
         return out, json.loads(out["report"])["decisions"]
 
+    # json.dumps writes ", " and ": ": compact JSON first, then TOON.
     out, decisions = run("table-40@config0")
-    assert out["changed"] and out["summary"].startswith("encoded=1")
+    assert out["changed"] and out["summary"].startswith("cleaned=1 encoded=1")
     text = json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
     assert text.startswith("[mcp-toon/v1] ")
-    assert [d["outcome"] for d in decisions] == ["encoded"]
+    assert [d["outcome"] for d in decisions] == ["cleaned", "encoded"]
     out, _ = run("table-40@config4")
-    assert not out["changed"] and "mode_off" in out["summary"]
+    assert out["summary"].startswith("cleaned=1 passthrough=mode_off:1 "), out["summary"]
     out, _ = run("table-40@config3")
     assert not out["changed"] and "response_too_large" in out["summary"]
     for name, reason in [("error.json@config0", "jsonrpc_error"), ("is-error@config0", "is_error"),
                          ("invalid-utf8@config0", "invalid_utf8"), ("tools-list-request", "not_tools_call"),
                          ("text-plain-response", "not_json_response"), ("table-3@config0", "below_min_bytes")]:
         out, decisions = run(name)
-        assert not out["changed"], name
+        # table-3 is only compacted (json.dumps spacing), never encoded.
+        assert not out["changed"] or name == "table-3@config0", name
         assert reason in [d.get("reason") for d in decisions], (name, decisions)
     # Pretty JSON that is no table: compacted by the clean stage, not encoded.
     out, decisions = run("nested.json@config0")
     assert out["changed"] and [(d["stage"], d.get("reason")) for d in decisions] == [
         ("clean", None), ("toon", "not_tabular")], decisions
     out, decisions = run("batch@config0")
-    assert out["changed"] and [d["outcome"] for d in decisions] == ["encoded", "passthrough"]
+    assert out["changed"] and [d["outcome"] for d in decisions] == ["cleaned", "encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
+    # HTML → Markdown is opt-in: the default leaves the page as it is.
     out, decisions = run("html-page@config0")
-    assert out["changed"] and [d["stage"] for d in decisions][:1] == ["clean"], decisions
-    assert "<p>" not in json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    assert not out["changed"] and [d.get("reason") for d in decisions] == ["not_json"], decisions
     out, decisions = run("prose@config0")
     assert not out["changed"], decisions
     out, _ = run("event-stream")
@@ -281,8 +305,19 @@ def test_process_response_cases_do_what_they_say(host, processors):
     trim = CONFIGS.index('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}')
     out, decisions = run(f"with-intent@config{trim}")
     assert out["changed"], decisions
-    assert [d["stage"] for d in decisions] == ["trim", "toon"], decisions
-    assert decisions[0]["outcome"] == "passthrough" and decisions[1]["outcome"] == "encoded"
+    assert [d["stage"] for d in decisions] == ["clean", "trim", "toon"], decisions
+    assert decisions[1]["outcome"] == "passthrough" and decisions[2]["outcome"] == "encoded"
+    # Operator rules run before the agent's query: `price` is dropped, so a
+    # query on it selects nothing and the rules' result goes out with a note.
+    project = CONFIGS.index('{"project":{"queries":true,"drop":["[].tags","**.price"]}}')
+    out, decisions = run(f"with-query@config{project}")
+    assert [(d["stage"], d["outcome"], d.get("reason")) for d in decisions][1:3] == [
+        ("project", "projected", None), ("project", "passthrough", "query_empty")], decisions
+    text = json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    assert text.endswith("; this is the full result]") and "price" not in text
+    # Queries off (config 0): the argument is the server's business.
+    out, decisions = run("with-query@config0")
+    assert "project" not in [d["stage"] for d in decisions], decisions
 
 
 def test_toon_encode_and_decode_equal_native(host, cases, native):
@@ -300,3 +335,12 @@ def test_toon_round_trip_in_the_component(host):
     for text, needle in [('{"a":1,"a":2}', "same key twice"), ("[1e400]", "exactly"), ("{", "not one JSON")]:
         assert needle in host.result("toon-encode", text)["err"], text
     assert host.result("toon-decode", "items[3]: a,b")["err"].startswith("input is not valid TOON")
+
+
+def test_project_query_equals_native(host, native):
+    for i, (text, expression, max_bytes) in enumerate(PROJECT):
+        got = host.result("project-query", text, expression, max_bytes)
+        assert got == native["project"][i], expression
+    assert host.result("project-query", *PROJECT[0])["ok"] == json.dumps(
+        [r["name"] for r in json.loads(PROJECT[0][0]) if r["price"] > 5], separators=(",", ":"))
+    assert host.result("project-query", *PROJECT[3])["err"].startswith("query_invalid: ")
