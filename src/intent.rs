@@ -137,7 +137,10 @@ pub fn advertise<'n>(
     let mut added = Vec::new();
     let mut members = Vec::new();
     for &(name, description) in args {
-        if existing.as_ref().is_some_and(|(_, map)| map.contains_key(name)) {
+        if existing
+            .as_ref()
+            .is_some_and(|(_, map)| map.contains_key(name))
+        {
             continue;
         }
         let Ok(key) = serde_json::to_string(name) else {
@@ -169,10 +172,7 @@ pub fn advertise<'n>(
                 .get(1..)
                 .is_some_and(|rest| rest.trim_start().starts_with('}'));
             let sep = if empty { "" } else { "," };
-            edits.insert(
-                span.start + 1,
-                format!("\"properties\":{{{members}}}{sep}"),
-            );
+            edits.insert(span.start + 1, format!("\"properties\":{{{members}}}{sep}"));
         }
     }
     added
@@ -270,7 +270,13 @@ mod tests {
         let both = vec!["expected_info", "jmespath"];
         assert_eq!(
             added,
-            vec![both.clone(), both.clone(), both.clone(), both, vec!["jmespath"]]
+            vec![
+                both.clone(),
+                both.clone(),
+                both.clone(),
+                both,
+                vec!["jmespath"]
+            ]
         );
         let out: Value = serde_json::from_str(&edits.apply(base.get()).unwrap()).unwrap();
         for t in out["tools"].as_array().unwrap() {

@@ -173,11 +173,7 @@ fn load_settings_with(args: &SettingsArgs, queries: bool) -> Result<(Settings, T
         })?,
         None => String::new(),
     };
-    let text = if queries {
-        with_queries(&text)?
-    } else {
-        text
-    };
+    let text = if queries { with_queries(&text)? } else { text };
     let settings = Settings::from_json(&text).map_err(|e| Failure::config(e.to_string()))?;
     let target = Target {
         tool: args.tool.clone(),

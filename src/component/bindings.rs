@@ -31,7 +31,11 @@ impl Guest for Component {
         super::toon_decode(&toon)
     }
 
-    fn project_query(json: String, expression: String, max_query_bytes: u32) -> Result<String, String> {
+    fn project_query(
+        json: String,
+        expression: String,
+        max_query_bytes: u32,
+    ) -> Result<String, String> {
         super::project_query(&json, &expression, max_query_bytes)
     }
 }

@@ -228,9 +228,15 @@ mod tests {
         assert!(out.changed);
         let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
         assert_eq!(v["result"]["content"][0]["text"], r#"["row 0","row 1"]"#);
-        assert!(out.report.summary().contains("queried=1"), "{}", out.report.summary());
+        assert!(
+            out.report.summary().contains("queried=1"),
+            "{}",
+            out.report.summary()
+        );
         assert_eq!(project_query("[1,2,3]", "[1]", 64).unwrap(), "2");
-        assert!(project_query("[1,2,3]", "[", 64).unwrap_err().starts_with("query_invalid: "));
+        assert!(project_query("[1,2,3]", "[", 64)
+            .unwrap_err()
+            .starts_with("query_invalid: "));
     }
 
     #[test]

@@ -354,9 +354,15 @@ fn project_section_defaults_overrides_and_refusals() {
     assert_eq!(s.stripped_arguments(), vec!["jq-ish_q"]);
     assert_eq!(s.project.max_query_bytes, 64);
     let top = s.policy(ServerScope::default(), Some("other"));
-    assert_eq!((top.project.rules.drop.len(), top.project.rules.keep.len()), (1, 0));
+    assert_eq!(
+        (top.project.rules.drop.len(), top.project.rules.keep.len()),
+        (1, 0)
+    );
     let t = s.policy(ServerScope::default(), Some("t"));
-    assert_eq!((t.project.rules.drop.len(), t.project.rules.keep.len()), (1, 1));
+    assert_eq!(
+        (t.project.rules.drop.len(), t.project.rules.keep.len()),
+        (1, 1)
+    );
     assert!(t.project.queries);
     let gh = s.server_for(&StreamInfo {
         cluster: Some("gh".into()),
@@ -367,15 +373,51 @@ fn project_section_defaults_overrides_and_refusals() {
     assert!(s.policy(gh, Some("u")).project.queries);
 
     for (json, field, needle) in [
-        (r#"{"project":{"drop":["a..b"]}}"#, "project.drop[0]", "expected a key"),
-        (r#"{"project":{"keep":["a.**"]}}"#, "project.keep[0]", "must not end with `**`"),
-        (r#"{"tools":{"t":{"project":{"drop":[""]}}}}"#, "tools.t.project.drop[0]", "empty"),
-        (r#"{"servers":[{"match":{"route":"r"},"project":{"keep":["x y"]}}]}"#, "servers[0].project.keep[0]", "byte 1"),
-        (r#"{"project":{"query_argument":"a b"}}"#, "project.query_argument", "1-64 characters"),
-        (r#"{"project":{"max_query_bytes":5000}}"#, "project.max_query_bytes", "16..=4096"),
-        (r#"{"project":{"queries":"yes"}}"#, "project.queries", "expected a boolean"),
-        (r#"{"project":{"jq":true}}"#, "project.jq", "unknown field `jq`"),
-        (r#"{"tools":{"t":{"project":{"query_argument":"q"}}}}"#, "tools.t.project.query_argument", "unknown field `query_argument`"),
+        (
+            r#"{"project":{"drop":["a..b"]}}"#,
+            "project.drop[0]",
+            "expected a key",
+        ),
+        (
+            r#"{"project":{"keep":["a.**"]}}"#,
+            "project.keep[0]",
+            "must not end with `**`",
+        ),
+        (
+            r#"{"tools":{"t":{"project":{"drop":[""]}}}}"#,
+            "tools.t.project.drop[0]",
+            "empty",
+        ),
+        (
+            r#"{"servers":[{"match":{"route":"r"},"project":{"keep":["x y"]}}]}"#,
+            "servers[0].project.keep[0]",
+            "byte 1",
+        ),
+        (
+            r#"{"project":{"query_argument":"a b"}}"#,
+            "project.query_argument",
+            "1-64 characters",
+        ),
+        (
+            r#"{"project":{"max_query_bytes":5000}}"#,
+            "project.max_query_bytes",
+            "16..=4096",
+        ),
+        (
+            r#"{"project":{"queries":"yes"}}"#,
+            "project.queries",
+            "expected a boolean",
+        ),
+        (
+            r#"{"project":{"jq":true}}"#,
+            "project.jq",
+            "unknown field `jq`",
+        ),
+        (
+            r#"{"tools":{"t":{"project":{"query_argument":"q"}}}}"#,
+            "tools.t.project.query_argument",
+            "unknown field `query_argument`",
+        ),
     ] {
         let e = err(json);
         assert_eq!(e.field, field, "{json}: {e}");

@@ -688,9 +688,7 @@ mod projecting {
 
     fn value_of(text: &str) -> Value {
         match text.strip_prefix(crate::config::MARKER_PREFIX) {
-            Some(_) => {
-                serde_json::from_str(&crate::convert::toon_to_json(text).unwrap()).unwrap()
-            }
+            Some(_) => serde_json::from_str(&crate::convert::toon_to_json(text).unwrap()).unwrap(),
             None => serde_json::from_str(text).unwrap(),
         }
     }
@@ -727,7 +725,11 @@ mod projecting {
         assert_eq!(got, want);
         assert!(got[0].get("html_url").is_none() && got[0]["user"].get("node_id").is_none());
         assert_eq!(project_outcomes(&report), vec![Outcome::Projected]);
-        let d = report.decisions.iter().find(|d| d.stage == Stage::Project).unwrap();
+        let d = report
+            .decisions
+            .iter()
+            .find(|d| d.stage == Stage::Project)
+            .unwrap();
         assert!(!d.lossless && d.bytes_after < d.bytes_before);
         assert!(report.summary().contains("projected=1"));
     }
@@ -740,7 +742,14 @@ mod projecting {
         let s = Settings::from_json(config).unwrap();
         let mut report = Report::default();
         let body = result_body("1", json!([{"type": "text", "text": text}]), "");
-        let job = start(&s, ServerScope::default(), &request(args), body.into_bytes(), &mut report).unwrap();
+        let job = start(
+            &s,
+            ServerScope::default(),
+            &request(args),
+            body.into_bytes(),
+            &mut report,
+        )
+        .unwrap();
         // The query applied: no LLM callout.
         assert!(job.callout().is_none());
         let out = job.finish(&s, None, &mut report).changed().unwrap();
@@ -755,7 +764,14 @@ mod projecting {
         // An intent alone still goes to the LLM.
         let mut report = Report::default();
         let body = result_body("1", json!([{"type": "text", "text": text}]), "");
-        let job = start(&s, ServerScope::default(), &request(r#"{"expected_info":"x"}"#), body.into_bytes(), &mut report).unwrap();
+        let job = start(
+            &s,
+            ServerScope::default(),
+            &request(r#"{"expected_info":"x"}"#),
+            body.into_bytes(),
+            &mut report,
+        )
+        .unwrap();
         assert!(job.callout().is_some());
         let _ = job.finish(&s, Some(&LlmReply::NotSent), &mut report);
     }
@@ -763,7 +779,8 @@ mod projecting {
     #[test]
     fn a_query_that_cannot_apply_leaves_the_result_with_a_note() {
         let text = issues(10);
-        let config = r#"{"project":{"queries":true},"toon":{"mode":"off"},"clean":{"compact_json":false}}"#;
+        let config =
+            r#"{"project":{"queries":true},"toon":{"mode":"off"},"clean":{"compact_json":false}}"#;
         for (query, reason) in [
             ("[?", Reason::QueryInvalid),
             ("[?state=='merged']", Reason::QueryEmpty),
@@ -776,23 +793,34 @@ mod projecting {
             let (body, note) = got.rsplit_once('\n').unwrap();
             assert_eq!(body, text, "{query}");
             assert!(
-                note.starts_with(&format!("[mcp-toon: query not applied ({})", reason.as_str()))
-                    && note.ends_with("this is the full result]"),
+                note.starts_with(&format!(
+                    "[mcp-toon: query not applied ({})",
+                    reason.as_str()
+                )) && note.ends_with("this is the full result]"),
                 "{note}"
             );
-            assert_eq!(project_outcomes(&report), vec![Outcome::Passthrough(reason)]);
+            assert_eq!(
+                project_outcomes(&report),
+                vec![Outcome::Passthrough(reason)]
+            );
         }
         // Queries off for this tool: the note says so.
-        let off = r#"{"project":{"queries":true},"tools":{"search":{"project":{"queries":false}}}}"#;
+        let off =
+            r#"{"project":{"queries":true},"tools":{"search":{"project":{"queries":false}}}}"#;
         let (out, report) = one(off, r#"{"jmespath":"[0]"}"#, &text);
-        assert!(text_of(&out.unwrap()).ends_with("(query_off): queries are off for this tool; this is the full result]"));
-        assert_eq!(project_outcomes(&report), vec![Outcome::Passthrough(Reason::QueryOff)]);
+        assert!(text_of(&out.unwrap())
+            .ends_with("(query_off): queries are off for this tool; this is the full result]"));
+        assert_eq!(
+            project_outcomes(&report),
+            vec![Outcome::Passthrough(Reason::QueryOff)]
+        );
     }
 
     #[test]
     fn the_note_fits_under_the_cap() {
         let text = issues(40);
-        let config = r#"{"project":{"queries":true},"toon":{"mode":"off"},"clean":{"max_text_bytes":1000}}"#;
+        let config =
+            r#"{"project":{"queries":true},"toon":{"mode":"off"},"clean":{"max_text_bytes":1000}}"#;
         let (out, _) = one(config, r#"{"jmespath":"nope("}"#, &text);
         let got = text_of(&out.unwrap());
         assert!(got.len() <= 1000, "{}", got.len());
@@ -815,14 +843,22 @@ mod projecting {
             crate::stage::project::ARGUMENT_DESCRIPTION
         );
         assert_eq!(props["expected_info"]["type"], "string");
-        assert!(v["result"]["tools"][1]["inputSchema"].get("properties").is_none());
-        let advertised = report.decisions.iter().filter(|d| d.stage == Stage::Advertise).count();
+        assert!(v["result"]["tools"][1]["inputSchema"]
+            .get("properties")
+            .is_none());
+        let advertised = report
+            .decisions
+            .iter()
+            .filter(|d| d.stage == Stage::Advertise)
+            .count();
         assert_eq!(advertised, 2);
     }
 
     #[test]
     fn off_by_default_nothing_changes() {
-        let text = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&issues(3)).unwrap()).unwrap();
+        let text =
+            serde_json::to_string_pretty(&serde_json::from_str::<Value>(&issues(3)).unwrap())
+                .unwrap();
         let config = r#"{"toon":{"mode":"off"},"clean":{"compact_json":false}}"#;
         // A query argument nobody advertised is neither read nor applied.
         let (out, report) = one(config, r#"{"jmespath":"[0]"}"#, &text);

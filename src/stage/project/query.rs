@@ -203,9 +203,7 @@ fn variable(v: Value) -> Variable {
         Value::Bool(b) => Variable::Bool(b),
         Value::Number(n) => Variable::Number(n),
         Value::String(s) => Variable::String(s),
-        Value::Array(a) => {
-            Variable::Array(a.into_iter().map(|x| Rc::new(variable(x))).collect())
-        }
+        Value::Array(a) => Variable::Array(a.into_iter().map(|x| Rc::new(variable(x))).collect()),
         Value::Object(o) => Variable::Object(
             o.into_iter()
                 .map(|(k, x)| (k, Rc::new(variable(x))))
@@ -222,9 +220,7 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 fn mend(v: &Variable) -> Option<Variable> {
     match v {
         Variable::Object(o) => {
-            if let (1, Some(Variable::String(n))) =
-                (o.len(), o.get(NUMBER_TOKEN).map(|x| &**x))
-            {
+            if let (1, Some(Variable::String(n))) = (o.len(), o.get(NUMBER_TOKEN).map(|x| &**x)) {
                 return n.parse::<serde_json::Number>().ok().map(Variable::Number);
             }
             let mut changed = false;
@@ -286,9 +282,9 @@ fn mend_literals(ast: &mut Ast) {
         Ast::Function { args, .. } | Ast::MultiList { elements: args, .. } => {
             args.iter_mut().for_each(mend_literals)
         }
-        Ast::MultiHash { elements, .. } => {
-            elements.iter_mut().for_each(|kv| mend_literals(&mut kv.value))
-        }
+        Ast::MultiHash { elements, .. } => elements
+            .iter_mut()
+            .for_each(|kv| mend_literals(&mut kv.value)),
         Ast::Identity { .. } | Ast::Field { .. } | Ast::Index { .. } | Ast::Slice { .. } => {}
     }
 }
@@ -329,7 +325,10 @@ fn cost(ast: &Ast, depth: usize) -> Result<Cost, Refusal> {
             let (l, r) = (sub(lhs)?, sub(rhs)?);
             Cost {
                 size: 1,
-                work: l.work.saturating_add(r.work).saturating_add(l.size.min(r.size)),
+                work: l
+                    .work
+                    .saturating_add(r.work)
+                    .saturating_add(l.size.min(r.size)),
             }
         }
         Ast::And { lhs, rhs, .. } | Ast::Or { lhs, rhs, .. } => {
@@ -353,12 +352,10 @@ fn cost(ast: &Ast, depth: usize) -> Result<Cost, Refusal> {
         Ast::MultiList { elements, .. } => {
             sum(elements.iter().map(sub).collect::<Result<Vec<_>, _>>()?)
         }
-        Ast::MultiHash { elements, .. } => sum(
-            elements
-                .iter()
-                .map(|kv| sub(&kv.value))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+        Ast::MultiHash { elements, .. } => sum(elements
+            .iter()
+            .map(|kv| sub(&kv.value))
+            .collect::<Result<Vec<_>, _>>()?),
         // An expression reference is data until a function applies it.
         Ast::Expref { ast, .. } => sub(ast)?,
         Ast::Function { name, args, .. } => function(name, args, &sub)?,
@@ -390,7 +387,9 @@ fn function(
     let arg = |i: usize| costs.get(i).copied().unwrap_or(Cost { size: 1, work: 1 });
     // Functions taking `&expr` apply it to each element of their array.
     let per_element = |array: Cost, expr: Cost| {
-        array.work.saturating_add(array.size.saturating_mul(expr.work))
+        array
+            .work
+            .saturating_add(array.size.saturating_mul(expr.work))
     };
     let c = match name {
         "abs" | "avg" | "ceil" | "contains" | "ends_with" | "floor" | "length" | "starts_with"

@@ -44,10 +44,19 @@ fn projects_filters_and_keeps_number_spellings() {
 fn number_literals_and_to_number_are_numbers() {
     // With serde_json's arbitrary_precision the crate would see `1000` as
     // a map and compare nothing.
-    assert_eq!(run("entities[?score > `1000`].name").unwrap(), r#"["Ada","Analytical Engine"]"#);
-    assert_eq!(run("entities[?score == `1500`].name").unwrap(), r#"["Ada"]"#);
+    assert_eq!(
+        run("entities[?score > `1000`].name").unwrap(),
+        r#"["Ada","Analytical Engine"]"#
+    );
+    assert_eq!(
+        run("entities[?score == `1500`].name").unwrap(),
+        r#"["Ada"]"#
+    );
     assert_eq!(run("to_number('42.50')").unwrap(), "42.50");
-    assert_eq!(run("[to_number('x'), `[1, {\"a\": 2.0}]`]").unwrap(), r#"[null,[1,{"a":2.0}]]"#);
+    assert_eq!(
+        run("[to_number('x'), `[1, {\"a\": 2.0}]`]").unwrap(),
+        r#"[null,[1,{"a":2.0}]]"#
+    );
 }
 
 #[test]
@@ -67,31 +76,55 @@ fn refusals_name_their_reason() {
         }
     }
     assert_eq!(
-        Query::parse("a", 1024).unwrap().apply("{oops").unwrap_err().reason,
+        Query::parse("a", 1024)
+            .unwrap()
+            .apply("{oops")
+            .unwrap_err()
+            .reason,
         Reason::NotJson
     );
     // The detail is one short line.
     let r = run("entities[?").unwrap_err();
-    assert!(!r.detail.contains('\n') && r.detail.len() <= 4 * 160, "{r:?}");
+    assert!(
+        !r.detail.contains('\n') && r.detail.len() <= 4 * 160,
+        "{r:?}"
+    );
 }
 
 #[test]
 fn limits_are_checked_before_running() {
     let long = format!("entities[?name=='{}'].name", "x".repeat(1100));
-    assert_eq!(Query::parse(&long, 1024).unwrap_err().reason, Reason::QueryInvalid);
+    assert_eq!(
+        Query::parse(&long, 1024).unwrap_err().reason,
+        Reason::QueryInvalid
+    );
     let deep = format!("{}@{}", "[".repeat(17), "]".repeat(17));
-    assert_eq!(Query::parse(&deep, 1024).unwrap_err().reason, Reason::QueryInvalid);
+    assert_eq!(
+        Query::parse(&deep, 1024).unwrap_err().reason,
+        Reason::QueryInvalid
+    );
     // Each multi-select of two copies triples the bound: refused at 3^4.
     assert!(Query::parse("[@,@] | [@,@] | [@,@]", 1024).is_ok());
     assert_eq!(
-        Query::parse("[@,@] | [@,@] | [@,@] | [@,@]", 1024).unwrap_err().reason,
+        Query::parse("[@,@] | [@,@] | [@,@] | [@,@]", 1024)
+            .unwrap_err()
+            .reason,
         Reason::QueryTooComplex
     );
     assert_eq!(
-        Query::parse("join(to_string(@), @)", 1024).unwrap_err().reason,
+        Query::parse("join(to_string(@), @)", 1024)
+            .unwrap_err()
+            .reason,
         Reason::QueryTooComplex
     );
-    assert_eq!(Query::parse("join(', ', [*].name)", 1024).unwrap().cost().unwrap().size, 5);
+    assert_eq!(
+        Query::parse("join(', ', [*].name)", 1024)
+            .unwrap()
+            .cost()
+            .unwrap()
+            .size,
+        5
+    );
 }
 
 #[test]
