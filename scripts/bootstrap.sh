@@ -79,5 +79,16 @@ if [ ! -d tests/e2e/node_modules/@toon-format/toon ] \
   cp tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp
 fi
 
+# --- Projection e2e (tests/e2e/test_project.py) ----------------------------
+# Real servers this project did not write (server-memory, bridged to
+# Streamable HTTP by supergateway) and the JMESPath reference implementation,
+# in their own package directory with a lock file.
+if [ ! -d tests/projection/node_modules/supergateway ] \
+   || ! cmp -s tests/projection/package-lock.json tests/projection/node_modules/.bootstrap-stamp; then
+  say "npm ci in tests/projection"
+  (cd tests/projection && npm ci --no-audit --no-fund --silent)
+  cp tests/projection/package-lock.json tests/projection/node_modules/.bootstrap-stamp
+fi
+
 say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
 say "ready"
