@@ -53,7 +53,12 @@ fn corpus() -> PathBuf {
 
 /// Tokens of the text blocks after the pipeline with `config`, the call
 /// carrying `query`.
-fn tokens_after(config: &str, query: Option<&str>, body: &[u8], tok: &Tokenizer) -> (usize, usize, bool) {
+fn tokens_after(
+    config: &str,
+    query: Option<&str>,
+    body: &[u8],
+    tok: &Tokenizer,
+) -> (usize, usize, bool) {
     let settings = Settings::from_json(config).unwrap();
     let target = Target {
         query: query.map(str::to_string),
@@ -61,12 +66,18 @@ fn tokens_after(config: &str, query: Option<&str>, body: &[u8], tok: &Tokenizer)
     };
     let rows = measure_body(&settings, &target, tok, body);
     let row = &rows[0];
-    let projected = row.decisions.iter().any(|d| d.stage == "project" && d.outcome != "passthrough");
+    let projected = row
+        .decisions
+        .iter()
+        .any(|d| d.stage == "project" && d.outcome != "passthrough");
     (row.tokens_before, row.tokens_after, projected)
 }
 
 fn pct(after: usize, before: usize) -> String {
-    format!("{after} ({:+.1} %)", (after as f64 / before as f64 - 1.0) * 100.0)
+    format!(
+        "{after} ({:+.1} %)",
+        (after as f64 / before as f64 - 1.0) * 100.0
+    )
 }
 
 fn tokens_table(tok: &Tokenizer) {
@@ -76,11 +87,18 @@ fn tokens_table(tok: &Tokenizer) {
     for (name, rule, query) in CASES {
         let body = std::fs::read(corpus().join(format!("{name}.json"))).unwrap();
         let (server, default, _) = tokens_after("{}", None, &body, tok);
-        let (_, ruled, applied) = tokens_after(&format!(r#"{{"project": {rule}}}"#), None, &body, tok);
-        assert!(applied && ruled < default, "{name}: the rule did not cut tokens");
+        let (_, ruled, applied) =
+            tokens_after(&format!(r#"{{"project": {rule}}}"#), None, &body, tok);
+        assert!(
+            applied && ruled < default,
+            "{name}: the rule did not cut tokens"
+        );
         let (_, queried, applied) =
             tokens_after(r#"{"project": {"queries": true}}"#, Some(query), &body, tok);
-        assert!(applied && queried < default, "{name}: the query did not cut tokens");
+        assert!(
+            applied && queried < default,
+            "{name}: the query did not cut tokens"
+        );
         let rule_compact: Value = serde_json::from_str(rule).unwrap();
         println!(
             "| `{name}` | {server} | {} | `{}` | {} | `{query}` | {} |",
@@ -145,10 +163,16 @@ fn time(mut f: impl FnMut()) -> f64 {
 fn speed_table() {
     let drop = Rules {
         keep: vec![],
-        drop: ["**.*_url", "**.node_id"].iter().map(|p| Path::parse(p).unwrap()).collect(),
+        drop: ["**.*_url", "**.node_id"]
+            .iter()
+            .map(|p| Path::parse(p).unwrap())
+            .collect(),
     };
     let queries = [
-        ("filter and select", "[?state=='open'].{number: number, title: title, user: user.login}"),
+        (
+            "filter and select",
+            "[?state=='open'].{number: number, title: title, user: user.login}",
+        ),
         ("sort by a key", "sort_by(@, &title)[*].number"),
         // Near the limits the cost bound allows.
         (
@@ -156,7 +180,10 @@ fn speed_table() {
             "sort_by(map(&{a: to_string(@), b: [user, labels, title]}, @), &a)[*].[a, b, b, b]",
         ),
     ];
-    println!("| result | operator rule (drop `**.*_url`, `**.node_id`) | {} |", queries.map(|q| q.0).join(" | "));
+    println!(
+        "| result | operator rule (drop `**.*_url`, `**.node_id`) | {} |",
+        queries.map(|q| q.0).join(" | ")
+    );
     println!("|---|---:|{}", "---:|".repeat(queries.len()));
     for (label, size) in [("64 KB", 64 * 1024), ("1 MB", 1024 * 1024)] {
         let text = issues(size);
@@ -177,7 +204,10 @@ fn speed_table() {
     for (name, q) in queries {
         let c = Query::parse(q, 1024).unwrap().cost().unwrap();
         println!();
-        print!("`{name}`: `{q}` (bound: output ≤ {}×, work ≤ {}× the input)", c.size, c.work);
+        print!(
+            "`{name}`: `{q}` (bound: output ≤ {}×, work ≤ {}× the input)",
+            c.size, c.work
+        );
     }
     println!();
 }

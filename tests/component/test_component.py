@@ -145,6 +145,12 @@ PROJECT = [
     (table_text(10), "[@,@] | [@,@] | [@,@] | [@,@]", 1024),
     (table_text(10), "[*].name", 8),
     ("not json", "a", 1024),
+    # At the parser's recursion limits (48 brackets, 16 prefix operators):
+    # answered, not a trap, in Wasmtime's default wasm stack.
+    ('{"a": [{"a": [1]}]}', "a[*]." * 47 + "a", 1024),
+    ('{"a": [{"a": [1]}]}', "a[*]." * 48 + "a", 1024),
+    ('{"a": true}', "!" * 16 + "a", 1024),
+    ('{"a": true}', "[" * 16 + "a" + "]" * 16, 1024),
 ]
 
 

@@ -12,8 +12,9 @@
 //!
 //! [`cost`] computes both from the syntax tree; an expression over
 //! [`MAX_SIZE_FACTOR`] or [`MAX_WORK_FACTOR`] is refused, as is one longer
-//! than the configured `project.max_query_bytes` or nested deeper than
-//! [`MAX_DEPTH`] (the crate's parser and interpreter recurse). The output is
+//! than the configured `project.max_query_bytes`, nested deeper than
+//! [`MAX_DEPTH`] or with more than [`MAX_BRACKETS`] brackets (the crate's
+//! parser and interpreter recurse). The output is
 //! serialised into a buffer that refuses to grow past the block's size.
 //!
 //! The crate's own number parsing goes through serde, which the
@@ -32,8 +33,12 @@ use serde_json::Value;
 
 use crate::outcome::Reason;
 
-/// Most nesting of brackets and parentheses in an expression.
+/// Most nesting of brackets and parentheses in an expression, prefix
+/// operators (`!`, `&`) included.
 pub const MAX_DEPTH: usize = 16;
+/// Most brackets, parentheses and prefix operators in an expression: the
+/// crate's parser recurses once per projection of a chain (`a[*].b[*]…`).
+pub const MAX_BRACKETS: usize = 48;
 /// Largest output size factor `M` accepted.
 pub const MAX_SIZE_FACTOR: u64 = 32;
 /// Largest work factor `W` accepted.
@@ -92,10 +97,13 @@ impl Query {
                 format!("longer than {max_bytes} bytes"),
             ));
         }
-        if nesting(text) > MAX_DEPTH {
+        let (depth, count) = nesting(text);
+        if depth > MAX_DEPTH || count > MAX_BRACKETS {
             return Err(Refusal::new(
                 Reason::QueryInvalid,
-                format!("nested deeper than {MAX_DEPTH} levels"),
+                format!(
+                    "more than {MAX_DEPTH} nested or {MAX_BRACKETS} brackets and prefix `!`, `&`"
+                ),
             ));
         }
         let mut ast = jmespath::parse(text)
@@ -178,21 +186,29 @@ impl std::io::Write for Capped {
     }
 }
 
-/// Deepest nesting of `(`, `[`, `{` (counted inside literals too: a
-/// conservative bound on the parser's recursion).
-fn nesting(text: &str) -> usize {
-    let (mut depth, mut max) = (0usize, 0usize);
-    for b in text.bytes() {
-        match b {
+/// The deepest nesting of `(`, `[`, `{` plus every prefix operator (`!`
+/// not followed by `=`, a single `&`), and the number of all of them: the
+/// crate's parser recurses on each. Counted inside literals too, a
+/// conservative bound.
+fn nesting(text: &str) -> (usize, usize) {
+    let b = text.as_bytes();
+    let (mut depth, mut max, mut prefix, mut opened) = (0usize, 0usize, 0usize, 0usize);
+    for (i, &c) in b.iter().enumerate() {
+        match c {
             b'(' | b'[' | b'{' => {
                 depth += 1;
+                opened += 1;
                 max = max.max(depth);
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'!' if b.get(i + 1) != Some(&b'=') => prefix += 1,
+            b'&' if b.get(i + 1) != Some(&b'&') && (i == 0 || b.get(i - 1) != Some(&b'&')) => {
+                prefix += 1
+            }
             _ => {}
         }
     }
-    max
+    (max + prefix, opened + prefix)
 }
 
 /// The input, converted without serde (see the module docs). Depth is

@@ -103,6 +103,21 @@ fn limits_are_checked_before_running() {
         Query::parse(&deep, 1024).unwrap_err().reason,
         Reason::QueryInvalid
     );
+    // Prefix operators recurse in the crate's parser like brackets.
+    let nots = format!("{}entities", "!".repeat(17));
+    assert_eq!(
+        Query::parse(&nots, 1024).unwrap_err().reason,
+        Reason::QueryInvalid
+    );
+    assert!(Query::parse("!a && b != c && !(d == e)", 1024).is_ok());
+    assert!(Query::parse("sort_by(entities, &name)", 1024).is_ok());
+    // A long chain is deep in the tree, not in the parser: the cost walk
+    // refuses it.
+    let chain = vec!["a"; 300].join(".");
+    assert_eq!(
+        Query::parse(&chain, 1024).unwrap_err().reason,
+        Reason::QueryTooComplex
+    );
     // Each multi-select of two copies triples the bound: refused at 3^4.
     assert!(Query::parse("[@,@] | [@,@] | [@,@]", 1024).is_ok());
     assert_eq!(
