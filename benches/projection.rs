@@ -201,15 +201,14 @@ fn speed_table() {
         }
         println!("| {label} ({} bytes) | {} |", text.len(), cells.join(" | "));
     }
+    println!();
     for (name, q) in queries {
         let c = Query::parse(q, 1024).unwrap().cost().unwrap();
-        println!();
-        print!(
-            "`{name}`: `{q}` (bound: output ≤ {}×, work ≤ {}× the input)",
+        println!(
+            "- {name}: `{q}` (bound: output ≤ {}×, work ≤ {}× the input)",
             c.size, c.work
         );
     }
-    println!();
 }
 
 fn main() {

@@ -126,7 +126,7 @@ rule or query does not apply or does not cut tokens.
 {tables}
 
 Native time of the project stage (median, release build, one core of the
-machine below) on GitHub-search-like results of 64 KB and 1 MB: the operator
+machine above) on GitHub-search-like results of 64 KB and 1 MB: the operator
 rule is one pass over the text; a query parses the result, evaluates and
 writes compact JSON. The cost bound is what `Query::parse` computed; a query
 over 32× output or 256× work is refused before it runs.
