@@ -102,6 +102,9 @@ impl Block {
     /// Stage 1, clean: each transform that changed the block is recorded.
     fn clean(&mut self, report: &mut Report) {
         let cleaned = clean::clean(&self.text, &self.policy.clean);
+        if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
+            report.push(self.passthrough(Stage::Clean, reason));
+        }
         for a in &cleaned.applied {
             report.push(self.applied(a));
         }
@@ -265,8 +268,9 @@ pub fn start(
             report.push(Decision::response(Reason::MalformedResponse));
             return Err(body.into_bytes());
         };
+        let calls = request.index();
         for message in &messages {
-            let Some(call) = message.id.as_deref().and_then(|id| request.call(id)) else {
+            let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
                 continue;
             };
             if call.method == mcp::TOOLS_CALL {
@@ -307,7 +311,21 @@ impl Job {
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
-        self.finish_keeping_original(settings, reply, report).0
+        let mut budget = stage::toon::Budget::per_response();
+        self.finish_within(settings, reply, &mut budget, report)
+    }
+
+    /// [`Job::finish`], drawing the TOON stage's generic-path work from
+    /// `budget` (an event stream shares one across its events).
+    pub fn finish_within(
+        self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        budget: &mut stage::toon::Budget,
+        report: &mut Report,
+    ) -> Output {
+        self.finish_keeping_original(settings, reply, budget, report)
+            .0
     }
 
     /// Bytes of the body as it came.
@@ -326,13 +344,14 @@ impl Job {
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
+        budget: &mut stage::toon::Budget,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
         for block in &mut self.blocks {
-            let encoded = encode(block, report);
+            let encoded = encode(block, budget, report);
             block.cap(encoded, report);
         }
         for block in &self.blocks {
@@ -432,13 +451,14 @@ fn apply_trim(
 /// Stage 3: TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
 /// sent, once an earlier stage changed it). Returns whether it encoded.
-fn encode(block: &mut Block, report: &mut Report) -> bool {
+fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Report) -> bool {
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
         block.span.len()
     };
-    let result = stage::toon::encode(&block.text, wire, &block.policy.toon).and_then(|emission| {
+    let toon = stage::toon::encode_within(&block.text, wire, &block.policy.toon, budget);
+    let result = toon.and_then(|emission| {
         // A cap too small for the header and one row would leave an
         // agent a marker and no data: the block goes unencoded instead.
         let max = block.policy.clean.max_text_bytes;

@@ -15,6 +15,7 @@ use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
+use crate::stage::toon::Budget;
 
 #[derive(Debug)]
 pub(super) struct SseState {
@@ -23,6 +24,9 @@ pub(super) struct SseState {
     queue: VecDeque<Unit>,
     /// The event whose trim callout is in flight.
     pending: Option<(Event, Job)>,
+    /// The TOON stage's generic-path budget, one for the whole stream: per
+    /// event, a stream of many small events would get it many times.
+    toon_budget: Budget,
 }
 
 impl SseState {
@@ -31,6 +35,7 @@ impl SseState {
             framer: SseFramer::new(max_event_bytes),
             queue: VecDeque::new(),
             pending: None,
+            toon_budget: Budget::per_response(),
         }
     }
 
@@ -121,7 +126,12 @@ impl Exchange {
         let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            let mut spare = Budget::per_response();
+            let budget = self
+                .stream
+                .as_mut()
+                .map_or(&mut spare, |s| &mut s.toon_budget);
+            let out = job.finish_within(&self.settings, Some(reply), budget, &mut self.report);
             sent.event(with_output(event, out));
         }
         self.drain(sent, None, sessions)
@@ -227,7 +237,12 @@ impl Exchange {
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }
-        let out = job.finish(&self.settings, None, &mut self.report);
+        let mut spare = Budget::per_response();
+        let budget = self
+            .stream
+            .as_mut()
+            .map_or(&mut spare, |s| &mut s.toon_budget);
+        let out = job.finish_within(&self.settings, None, budget, &mut self.report);
         let (bytes, was) = with_output(event, out);
         EventPlan::Ready(bytes, was)
     }
