@@ -12,7 +12,7 @@ use super::{id_key, messages, TOOLS_CALL};
 use crate::json::object;
 
 /// One request (not a notification: those have no id and no response).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Call {
     pub id: String,
     pub method: String,
@@ -20,6 +20,15 @@ pub struct Call {
     pub tool: Option<String>,
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
+    /// The agent's JMESPath query of a `tools/call` (the project stage).
+    pub query: Option<String>,
+}
+
+/// Which declared arguments to read from `tools/call` requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared<'a> {
+    pub intent: Option<&'a str>,
+    pub query: Option<&'a str>,
 }
 
 /// The requests of one body, in order.
@@ -65,6 +74,18 @@ impl RequestInfo {
     /// Like [`RequestInfo::parse`], also reading each call's declared intent
     /// from the argument named `intent_argument`.
     pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
+        Self::parse_declared(
+            body,
+            Declared {
+                intent: intent_argument,
+                query: None,
+            },
+        )
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared
+    /// intent and query from the arguments `declared` names.
+    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut calls = Vec::new();
         // A message that is no object, or has a field twice, is not
@@ -75,18 +96,24 @@ impl RequestInfo {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, intent) = match params {
+            let (tool, intent, query) = match params {
                 Some(p) if method == TOOLS_CALL => (
                     object::<CallParams>(p).and_then(|p| p.name),
-                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .intent
+                        .and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .query
+                        .and_then(|arg| crate::intent::declared(p, arg)),
                 ),
-                _ => (None, None),
+                _ => (None, None, None),
             };
             calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
                 intent,
+                query,
             });
         }
         Some(RequestInfo { calls })
@@ -128,7 +155,8 @@ mod tests {
                 id: "7".into(),
                 method: "tools/call".into(),
                 tool: Some("rows".into()),
-                intent: None
+                intent: None,
+                query: None
             }]
         );
     }
