@@ -47,6 +47,8 @@ struct Record {
     t: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     i: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    q: Option<String>,
 }
 
 /// Records live in a fixed number of slots. Proxy-wasm (ABI 0.2.1) cannot
@@ -102,6 +104,7 @@ impl Exchange {
                 m: call.method.clone(),
                 t: call.tool.clone(),
                 i: call.intent.clone(),
+                q: call.query.clone(),
             };
             if let Ok(value) = serde_json::to_vec(&record) {
                 sessions.set(&key(session, &call.id), &value);
@@ -141,12 +144,14 @@ impl Exchange {
                     method: r.m,
                     tool: r.t,
                     intent: r.i,
+                    query: r.q,
                 }),
                 None if message.tool.is_some_and(|r| r.content.is_some()) => calls.push(Call {
                     id,
                     method: mcp::TOOLS_CALL.to_string(),
                     tool: None,
                     intent: None,
+                    query: None,
                 }),
                 None => {}
             }

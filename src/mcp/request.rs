@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 /// One request (not a notification: those have no id and no response).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Call {
     pub id: String,
     pub method: String,
@@ -13,6 +13,15 @@ pub struct Call {
     pub tool: Option<String>,
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
+    /// The agent's JMESPath query of a `tools/call` (the project stage).
+    pub query: Option<String>,
+}
+
+/// Which declared arguments to read from `tools/call` requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared<'a> {
+    pub intent: Option<&'a str>,
+    pub query: Option<&'a str>,
 }
 
 /// The requests of one body, in order.
@@ -41,11 +50,23 @@ impl RequestInfo {
     }
 
     /// Like [`RequestInfo::parse`], also reading each call's declared intent
-    /// from the argument named `intent_argument`. One pass over the body
-    /// (`mcp::scan`).
+    /// from the argument named `intent_argument`.
     pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
+        Self::parse_declared(
+            body,
+            Declared {
+                intent: intent_argument,
+                query: None,
+            },
+        )
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared
+    /// intent and query from the arguments `declared` names. One pass over
+    /// the body (`mcp::scan`).
+    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
-        let calls = super::scan::request(text, intent_argument)?;
+        let calls = super::scan::request(text, declared)?;
         Some(RequestInfo { calls })
     }
 
@@ -80,7 +101,7 @@ pub(crate) mod by_serde {
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
-    use super::{Call, RequestInfo};
+    use super::{Call, Declared, RequestInfo};
     use crate::json::object;
     use crate::mcp::{id_key, messages, TOOLS_CALL};
 
@@ -99,7 +120,7 @@ pub(crate) mod by_serde {
         name: Option<String>,
     }
 
-    pub fn parse(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
+    pub fn parse(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut calls = Vec::new();
         // A message that is no object, or has a field twice, is not
@@ -110,18 +131,24 @@ pub(crate) mod by_serde {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, intent) = match params {
+            let (tool, intent, query) = match params {
                 Some(p) if method == TOOLS_CALL => (
                     object::<CallParams>(p).and_then(|p| p.name),
-                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .intent
+                        .and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .query
+                        .and_then(|arg| crate::intent::declared(p, arg)),
                 ),
-                _ => (None, None),
+                _ => (None, None, None),
             };
             calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
                 intent,
+                query,
             });
         }
         Some(RequestInfo { calls })
@@ -142,7 +169,8 @@ mod tests {
                 id: "7".into(),
                 method: "tools/call".into(),
                 tool: Some("rows".into()),
-                intent: None
+                intent: None,
+                query: None
             }]
         );
     }

@@ -1,6 +1,7 @@
 //! A request body: each call's id, method, and for a `tools/call` its
-//! tool name (`params.name`) and declared intent (`params.arguments.<arg>`
-//! or `params._meta.<arg>`, see [`crate::intent`]).
+//! tool name (`params.name`), declared intent and query
+//! (`params.arguments.<arg>` or `params._meta.<arg>`, see
+//! [`crate::intent`]; the two arguments are read alike).
 //!
 //! The readers it stands in for read `params` twice over, as two structs:
 //! the tool name's (a `name` that is no string, or written twice, names no
@@ -14,14 +15,14 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{Field, Scanner};
-use crate::mcp::{id_key, Call, TOOLS_CALL};
+use crate::mcp::{id_key, Call, Declared, TOOLS_CALL};
 
 /// The calls of a request body (notifications, with no id, and messages
 /// with no method are skipped), or `None` when it is not one JSON object
 /// or an array of objects, or a message has a field twice, or a `method`
 /// that is not a string.
-pub fn request(text: &str, intent_argument: Option<&str>) -> Option<Vec<Call>> {
-    Scanner::body(text, |s| s.call(intent_argument))
+pub fn request(text: &str, declared: Declared<'_>) -> Option<Vec<Call>> {
+    Scanner::body(text, |s| s.call(declared))
 }
 
 /// What `params` says, read as both structs.
@@ -29,10 +30,18 @@ pub fn request(text: &str, intent_argument: Option<&str>) -> Option<Vec<Call>> {
 struct Params {
     tool: Option<String>,
     intent: Option<String>,
+    query: Option<String>,
+}
+
+/// The declared arguments one `arguments` or `_meta` object holds.
+#[derive(Default)]
+struct Found {
+    intent: Option<String>,
+    query: Option<String>,
 }
 
 impl<'a> Scanner<'a> {
-    fn call(&mut self, arg: Option<&str>) -> Option<Option<Call>> {
+    fn call(&mut self, arg: Declared<'_>) -> Option<Option<Call>> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -80,11 +89,12 @@ impl<'a> Scanner<'a> {
             method: method.into_owned(),
             tool: params.tool,
             intent: params.intent,
+            query: params.query,
         }))
     }
 
     /// A `params` value (skipped whole).
-    fn params(&mut self, arg: Option<&str>) -> Option<Params> {
+    fn params(&mut self, arg: Declared<'_>) -> Option<Params> {
         if self.peek()? != b'{' {
             self.value()?;
             return Some(Params::default());
@@ -92,8 +102,8 @@ impl<'a> Scanner<'a> {
         let mut keys_decode = true;
         let mut name: Field<String> = Field::default();
         let mut named = true;
-        let mut arguments: Field<Option<String>> = Field::default();
-        let mut meta: Field<Option<String>> = Field::default();
+        let mut arguments: Field<Found> = Field::default();
+        let mut meta: Field<Found> = Field::default();
         let mut declares = true;
         self.object(|s, key| match key.as_deref() {
             None => {
@@ -122,7 +132,7 @@ impl<'a> Scanner<'a> {
                 let v = if s.null()? {
                     None
                 } else {
-                    Some(s.intent_in(arg)?)
+                    Some(s.declared_in(arg)?)
                 };
                 let slot = if field == "arguments" {
                     &mut arguments
@@ -134,46 +144,57 @@ impl<'a> Scanner<'a> {
             }
             _ => s.value(),
         })?;
-        Some(Params {
-            tool: name.value.filter(|_| keys_decode && named),
-            intent: [arguments.value, meta.value]
+        let declares = keys_decode && declares;
+        let (arguments, meta) = (arguments.value, meta.value);
+        // The arguments first, then `_meta` (crate::intent).
+        let first = |pick: fn(&Found) -> &Option<String>| {
+            [&arguments, &meta]
                 .into_iter()
                 .flatten()
-                .flatten()
-                .next()
-                .filter(|_| keys_decode && declares),
+                .find_map(|found| pick(found).clone())
+                .filter(|_| declares)
+        };
+        Some(Params {
+            tool: name.value.filter(|_| keys_decode && named),
+            intent: first(|f| &f.intent),
+            query: first(|f| &f.query),
         })
     }
 
-    /// The non-empty, trimmed string `<arg>` of an `arguments` or `_meta`
-    /// value (skipped whole); `None` when there is none or the object
+    /// The non-empty, trimmed strings the declared arguments hold in an
+    /// `arguments` or `_meta` value (skipped whole); none when the object
     /// names a key twice.
-    fn intent_in(&mut self, arg: Option<&str>) -> Option<Option<String>> {
-        let Some(arg) = arg.filter(|_| self.peek() == Some(b'{')) else {
+    fn declared_in(&mut self, arg: Declared<'_>) -> Option<Found> {
+        let wanted = arg.intent.is_some() || arg.query.is_some();
+        if !wanted || self.peek()? != b'{' {
             self.value()?;
-            return Some(None);
-        };
+            return Some(Found::default());
+        }
         let mut keys: HashSet<Cow<'a, str>> = HashSet::new();
         let mut unique = true;
-        let mut found = None;
+        let mut found = Found::default();
         self.object(|s, key| {
             let Some(key) = key else {
                 unique = false;
                 return s.value();
             };
-            if key == arg && s.peek()? == b'"' {
-                found = s.string()?;
+            let is = |name: Option<&str>| name == Some(key.as_ref());
+            let (intent, query) = (is(arg.intent), is(arg.query));
+            if (intent || query) && s.peek()? == b'"' {
+                let text = s.string()?.map(|t| t.trim().to_string());
+                let text = text.filter(|t| !t.is_empty());
+                if intent {
+                    found.intent.clone_from(&text);
+                }
+                if query {
+                    found.query = text;
+                }
             } else {
                 s.value()?;
             }
             unique &= keys.insert(key);
             Some(())
         })?;
-        Some(
-            found
-                .filter(|_| unique)
-                .map(|text| text.trim().to_string())
-                .filter(|text| !text.is_empty()),
-        )
+        Some(if unique { found } else { Found::default() })
     }
 }

@@ -7,7 +7,7 @@
 
 use super::response as scan;
 use crate::mcp::request::by_serde::parse as by_serde_request;
-use crate::mcp::{parse_messages, text_items, tool_result, RequestInfo};
+use crate::mcp::{parse_messages, text_items, tool_result, Declared, RequestInfo};
 
 mod generated;
 
@@ -84,7 +84,15 @@ fn by_scan(text: &str) -> Option<View> {
 /// intent argument) each give serde_json's answer for `text`.
 pub(super) fn same(text: &str) {
     assert_eq!(by_scan(text), by_serde(text), "{text:?}");
-    for arg in [None, Some("expected_info")] {
+    let declared = [
+        (None, None),
+        (Some("expected_info"), None),
+        (Some("expected_info"), Some("q")),
+        (None, Some("expected_info")),
+        (Some("expected_info"), Some("expected_info")),
+    ];
+    for (intent, query) in declared {
+        let arg = Declared { intent, query };
         let scanned = super::request(text, arg).map(|calls| RequestInfo { calls });
         let serde = by_serde_request(text.as_bytes(), arg);
         assert_eq!(scanned, serde, "{arg:?} {text:?}");
@@ -175,6 +183,8 @@ const REQUESTS: &[&str] = &[
     r#"{"id":-0,"method":"tools/call"}"#,
     r#"[{"id":1,"method":"tools/call"},2]"#,
     r#"[{"id":1,"method":"tools/call"},{"id":1,"method":"tools/call","params":{"name":"b"}}]"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":" [0].id ","expected_info":7},"_meta":{"q":"x","expected_info":"m"}}}"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"a","q":"b"},"_meta":{"q":"m"}}}"#,
 ];
 
 #[test]
@@ -188,14 +198,21 @@ fn hand_made_bodies() {
 /// the comparisons above compare something).
 #[test]
 fn a_call_is_read() {
-    let calls = super::request(REQUESTS[0], Some("expected_info")).unwrap();
+    let arg = Declared {
+        intent: Some("expected_info"),
+        query: Some("q"),
+    };
+    let calls = super::request(REQUESTS[0], arg).unwrap();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].id, "7");
     assert_eq!(calls[0].tool.as_deref(), Some("rows"));
     assert_eq!(calls[0].intent.as_deref(), Some("ids"));
-    let calls = super::request(REQUESTS[2], Some("expected_info")).unwrap();
+    let calls = super::request(REQUESTS[2], arg).unwrap();
     assert_eq!(calls[0].intent.as_deref(), Some("m"));
-    let listed = super::request(REQUESTS[1], None).unwrap();
+    let calls = super::request(REQUESTS[29], arg).unwrap();
+    assert_eq!(calls[0].query.as_deref(), Some("[0].id"));
+    assert_eq!(calls[0].intent.as_deref(), Some("m"));
+    let listed = super::request(REQUESTS[1], Declared::default()).unwrap();
     assert_eq!(listed[0].id, "\"ab\"");
 }
 

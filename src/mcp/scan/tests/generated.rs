@@ -144,6 +144,7 @@ fn call() -> BoxedStrategy<String> {
                     intent(),
                     json().prop_map(|v| ("\\u0065xpected_info", v)),
                     json().prop_map(|v| ("q", v)),
+                    string(STRINGS).prop_map(|v| ("q", v)),
                     json().prop_map(|v| ("\\u0071", v)),
                     json().prop_map(|v| ("\\ud800", v)),
                 ],

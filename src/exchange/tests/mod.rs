@@ -825,3 +825,5 @@ mod streams {
         );
     }
 }
+
+mod project;
