@@ -152,7 +152,9 @@ impl Exchange {
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if !wanted {
             self.pass_through(Reason::NotToolsCall);
-        } else if self.answers_unchanged(&info) {
+        } else if self.session.is_none() && self.answers_unchanged(&info) {
+            // A 2024-11-05 POST's answer travels on the GET stream, which
+            // decides (and counts) it there.
             self.decided_at_request(&info);
         } else {
             self.request = info;
