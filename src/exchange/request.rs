@@ -5,6 +5,7 @@ use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::Reason;
+use crate::report::Decision;
 
 impl Exchange {
     /// Streamable HTTP: every client message is a POST with a JSON body.
@@ -118,7 +119,8 @@ impl Exchange {
     }
 
     /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of `tools/call` arguments).
+    /// changed (the intent argument taken out of the `tools/call`s whose
+    /// tool trims and does not declare that argument itself).
     fn request_complete(
         &mut self,
         body: &[u8],
@@ -128,28 +130,57 @@ impl Exchange {
             .settings
             .trim_anywhere()
             .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
+        let Some(info) = RequestInfo::read(body, arg, &self.settings.limits()) else {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
+        for reason in &info.skipped {
+            self.report.push(Decision::response(*reason));
+        }
         let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
-            std::str::from_utf8(body)
-                .ok()
-                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
-                .map(String::into_bytes)
+            self.strip_intent(body, &info, sessions)
         } else {
             None
         };
-        self.remember_calls(&info, sessions);
+        self.note_calls(&info);
         let wanted = info.has_method(mcp::TOOLS_CALL)
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if wanted {
             self.request = info;
             self.phase = Phase::Interested;
-        } else {
+        } else if info.skipped.is_empty() {
             self.pass_through(Reason::NotToolsCall);
+        } else {
+            // The calls past a limit are counted already.
+            self.phase = Phase::Done;
         }
         rewritten
+    }
+
+    /// The body without the intent argument where it is the plugin's: the
+    /// call's tool trims, and no listing showed the tool declaring an
+    /// argument of that name.
+    fn strip_intent(
+        &self,
+        body: &[u8],
+        info: &RequestInfo,
+        sessions: &dyn SessionStore,
+    ) -> Option<Vec<u8>> {
+        let arg = self.settings.trim.intent_argument.as_str();
+        let trims = |tool: Option<&str>| self.settings.policy(self.scope, tool).trim;
+        let calls = info.calls.iter().filter(|c| c.method == mcp::TOOLS_CALL);
+        if !calls.clone().any(|c| trims(c.tool.as_deref())) {
+            return None;
+        }
+        let declared = self.declared(sessions);
+        let strips = |tool: Option<&str>| {
+            let own = tool
+                .and_then(|t| declared.get(t))
+                .is_some_and(|args| args.iter().any(|a| a == arg));
+            trims(tool) && !own
+        };
+        let text = std::str::from_utf8(body).ok()?;
+        crate::intent::strip(text, arg, &strips).map(String::into_bytes)
     }
 
     /// The response began before the request body ended. A server may

@@ -5,7 +5,9 @@
 //! trim needs a callout holds back what follows it: the stream waits
 //! ([`Flow::Pause`]), later chunks queue here, and the reply's step sends
 //! the rewritten event and everything queued behind it at once — whether or
-//! not more upstream bytes ever come.
+//! not more upstream bytes ever come. The queue holds at most
+//! `trim.max_queued_bytes`: past it the event goes on without its callout
+//! (`trim_queue_full`), followed by the queue.
 
 use std::collections::VecDeque;
 
@@ -34,8 +36,12 @@ impl SseState {
         }
     }
 
+    fn queued_bytes(&self) -> usize {
+        self.queue.iter().map(|u| u.bytes().len()).sum()
+    }
+
     pub(super) fn held_bytes(&self) -> usize {
-        let queued: usize = self.queue.iter().map(|u| u.bytes().len()).sum();
+        let queued = self.queued_bytes();
         let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
         self.framer.held_bytes() + queued + pending
     }
@@ -110,7 +116,15 @@ impl Exchange {
             units.extend(state.framer.finish());
         }
         state.queue.extend(units);
-        self.drain(Sent::default(), Some(chunk), sessions)
+        let mut sent = Sent::default();
+        if state.pending.is_some() && state.queued_bytes() > self.settings.trim.max_queued_bytes {
+            if let Some((event, mut job)) = state.pending.take() {
+                job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+                let out = job.finish(&self.settings, None, &mut self.report);
+                sent.event(with_output(event, out));
+            }
+        }
+        self.drain(sent, Some(chunk), sessions)
     }
 
     pub(super) fn stream_reply(
@@ -220,10 +234,12 @@ impl Exchange {
             request,
             data.as_bytes().to_vec(),
             &mut self.report,
+            &mut |out| sessions.random(out),
         );
         let Ok(job) = job else {
             return EventPlan::Ready(event.into_raw(), None);
         };
+        self.learn(job.listed(), sessions);
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }

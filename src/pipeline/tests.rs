@@ -273,6 +273,25 @@ mod trimming {
 
     const CONFIG: &str = r#"{"trim":{"enabled":true,"threshold_bytes":200}}"#;
 
+    /// The host's randomness, as the tests see it.
+    fn rnd(b: &mut [u8]) -> bool {
+        b.fill(7);
+        true
+    }
+
+    /// A text of `n` numbered lines.
+    fn lines(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A trimmed block's text when TOON leaves it alone.
+    fn noted(intent: &str, extracted: &str) -> String {
+        format!("{}\n{extracted}", trim::header(intent, "expected_info"))
+    }
+
     fn request(intent: Option<&str>) -> RequestInfo {
         let args = match intent {
             Some(i) => format!(r#"{{"q":1,"expected_info":"{i}"}}"#),
@@ -328,6 +347,7 @@ mod trimming {
             &request(Some("ids under 10")),
             body(&[table_text(60)]),
             &mut report,
+            &mut rnd,
         )
         .unwrap();
         let call = job.callout().unwrap();
@@ -335,7 +355,7 @@ mod trimming {
         assert!(sent["messages"][1]["content"]
             .as_str()
             .unwrap()
-            .contains("Intent: ids under 10"));
+            .contains(r#": "ids under 10""#));
         let extracted = table_text(25);
         let out = job
             .finish(&s, Some(&reply(&extracted)), &mut report)
@@ -346,6 +366,14 @@ mod trimming {
             text.starts_with("[mcp-toon/v1]"),
             "the trimmed table is still TOON-encoded"
         );
+        let first_line = text.lines().next().unwrap();
+        assert!(
+            first_line.ends_with(&format!(
+                " {}",
+                trim::header("ids under 10", "expected_info")
+            )),
+            "the note is on the marker line: {first_line}"
+        );
         assert_eq!(outcomes(&report, Stage::Trim), vec![Outcome::Trimmed]);
         assert_eq!(outcomes(&report, Stage::Toon), vec![Outcome::Encoded]);
         let trim = report
@@ -355,7 +383,11 @@ mod trimming {
             .unwrap();
         assert_eq!(
             (trim.bytes_before, trim.bytes_after, trim.lossless),
-            (table_text(60).len(), extracted.len(), false)
+            (
+                table_text(60).len(),
+                trim::header("ids under 10", "expected_info").len() + 1 + extracted.len(),
+                false
+            )
         );
         assert_eq!(report.block_bytes(), (table_text(60).len(), text.len()));
     }
@@ -363,7 +395,7 @@ mod trimming {
     #[test]
     fn every_fail_open_leaves_the_cleaned_block() {
         let s = Settings::from_json(CONFIG).unwrap();
-        let prose = ["word"; 100].join(" ");
+        let prose = lines(100);
         let cases = [
             (
                 Some(LlmReply::Response {
@@ -396,6 +428,7 @@ mod trimming {
                 &request(Some("x")),
                 body(std::slice::from_ref(&prose)),
                 &mut report,
+                &mut rnd,
             )
             .unwrap();
             assert!(job.callout().is_some());
@@ -424,7 +457,15 @@ mod trimming {
         ];
         for (req, text, reason) in cases {
             let mut report = Report::default();
-            let job = start(&s, ServerScope::default(), &req, body(&[text]), &mut report).unwrap();
+            let job = start(
+                &s,
+                ServerScope::default(),
+                &req,
+                body(&[text]),
+                &mut report,
+                &mut rnd,
+            )
+            .unwrap();
             assert!(job.callout().is_none());
             assert_eq!(
                 outcomes(&report, Stage::Trim),
@@ -442,6 +483,7 @@ mod trimming {
             &request(Some("x")),
             body(&[table_text(60)]),
             &mut report,
+            &mut rnd,
         )
         .unwrap();
         assert!(job.callout().is_none());
@@ -450,7 +492,7 @@ mod trimming {
 
     #[test]
     fn first_trims_content_zero_and_all_trims_every_block() {
-        let prose = ["word"; 100].join(" ");
+        let prose = lines(100);
         let s = Settings::from_json(CONFIG).unwrap();
         let mut report = Report::default();
         let job = start(
@@ -459,15 +501,16 @@ mod trimming {
             &request(Some("x")),
             body(&[prose.clone(), prose.clone()]),
             &mut report,
+            &mut rnd,
         )
         .unwrap();
         let out = job
-            .finish(&s, Some(&reply("word")), &mut report)
+            .finish(&s, Some(&reply("line 3")), &mut report)
             .changed()
             .unwrap();
         assert_eq!(
             (text_of(&out, 0), text_of(&out, 1)),
-            ("word".to_string(), prose.clone())
+            (noted("x", "line 3"), prose.clone())
         );
 
         let all = Settings::from_json(
@@ -481,15 +524,20 @@ mod trimming {
             &request(Some("x")),
             body(&[prose.clone(), prose.clone()]),
             &mut report,
+            &mut rnd,
         )
         .unwrap();
         let out = job
-            .finish(&all, Some(&reply(r#"["one","two"]"#)), &mut report)
+            .finish(
+                &all,
+                Some(&reply(r#"["line 1","line 2\nline 7"]"#)),
+                &mut report,
+            )
             .changed()
             .unwrap();
         assert_eq!(
             (text_of(&out, 0), text_of(&out, 1)),
-            ("one".to_string(), "two".to_string())
+            (noted("x", "line 1"), noted("x", "line 2\nline 7"))
         );
         assert_eq!(
             outcomes(&report, Stage::Trim),
