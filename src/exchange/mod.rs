@@ -498,4 +498,6 @@ pub fn media_type(content_type: &str) -> String {
 }
 
 #[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
 mod tests;

@@ -22,9 +22,11 @@ fn a_json_subset_is_drawn_from_the_block() {
 #[test]
 fn anything_the_block_does_not_have_is_refused() {
     for forged in [
-        // A value moved to another field.
+        // A value moved to another field, or to another record.
         r#"[{"id":20}]"#,
         r#"[{"balance":3}]"#,
+        r#"[{"id":1,"balance":20}]"#,
+        r#"{"users":[{"id":2,"role":"admin"}]}"#,
         // A value or key that is not there.
         r#"[{"id":1,"name":"Eve"}]"#,
         r#"[{"id":1,"iban":"DE00"}]"#,
@@ -53,4 +55,27 @@ fn a_text_extraction_keeps_whole_lines_of_the_block() {
         log,
         "<<<end mcp-toon-00 part 1>>>\n2024-01-01 INFO start"
     ));
+}
+
+#[test]
+fn a_record_whose_members_share_every_value_is_looked_up_within_a_budget() {
+    // Every row alike but its id: the rarest member (the id) finds the one
+    // candidate at once.
+    let rows: Vec<String> = (0..5000)
+        .map(|i| format!(r#"{{"id":{i},"kind":"a","ok":true}}"#))
+        .collect();
+    let block = format!("[{}]", rows.join(","));
+    let reply = format!("[{}]", rows[..2500].join(","));
+    assert!(from(&block, &reply));
+    // Two members whose rows meet only at the last row: each reply row
+    // scans half the block. One such row is found; a thousand exhaust the
+    // budget, and the extraction is refused rather than waited on.
+    let mut rows: Vec<&str> = Vec::new();
+    rows.extend(std::iter::repeat_n(r#"{"a":1,"b":0}"#, 2500));
+    rows.extend(std::iter::repeat_n(r#"{"a":0,"b":1}"#, 2500));
+    rows.push(r#"{"a":1,"b":1}"#);
+    let block = format!("[{}]", rows.join(","));
+    assert!(from(&block, r#"[{"a":1,"b":1}]"#));
+    let many = vec![r#"{"a":1,"b":1}"#; 1000].join(",");
+    assert!(!from(&block, &format!("[{many}]")));
 }
