@@ -4,6 +4,7 @@ same shapes the unit tests use: tabular and non-tabular tool results, SSE
 streams with progress, batches, errors, listings, configs. Deterministic;
 run it again after changing a target's input layout."""
 
+import base64
 import json
 import os
 import struct
@@ -44,6 +45,31 @@ BODIES = [
 ]
 
 
+def hostile(n=8192):
+    """Small versions of the adversarial benchmark's shapes (issue 13):
+    what made a stage superlinear, for the fuzzer to grow from."""
+    def rep(unit, head=""):
+        return head + unit * ((n - len(head)) // len(unit))
+    return [
+        rep("AAAAAAAAAAAAAAAA\n"),
+        "\n".join(base64.b64encode(bytes((i * 7919) % 251 for i in range(6000))).decode()[k:k + 76] for k in range(0, 8000, 76)),
+        rep("<rt>x", "<html><body><p>a</p>"),
+        rep('<div title="<">', "<html><body>"),
+        rep("<div>") + "x" + rep("</div>"),
+        rep("<ul><li>", "<html><body>"),
+        rep("<b><i><u><s><div><p>x</b></i></u></s>y", "<html><body>"),
+        "<html><body><div" + "".join(f" a{i}" for i in range(n // 7)) + ">x</div>",
+        rep("<html a>", "<html><body>x"),
+        rep("<tr><td colspan=4000000000>c</td></tr>", "<table>"),
+        rep("x<br>", "<ul><li><ul><li><ul><li><ul><li>"),
+        rep("a \t \n\n\n  \t"),
+        rep("```\nx   y\n"),
+        '{"k\\n' + "x" * (n // 2) + '":' + "[" * 100 + '"a"' + "]" * 100 + "}",
+        "{" + rep('"a": null, ') + '"z": 1}',
+        "[" + rep('{"id":1,"g":{"a":1,"b":2}},{"id":2,"g":{"b":2,"a":1}},') + '{"id":0,"g":{"a":1,"b":2}}]',
+    ]
+
+
 def sse(body):
     progress = json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
     return f": ping\r\n\r\nevent: message\r\ndata: {progress}\r\n\r\nid: 7\r\ndata: {body}\r\n\r\n"
@@ -70,6 +96,16 @@ def main():
                               json.dumps([{"a": "```"}, {"a": "-1e5"}, {"a": " true"}, {"a": "#x"}])]):
         for knobs in (0, 1, 2, 0x80):
             write("toon_stage", f"seed-{i}-{knobs}", bytes([knobs]) + text.encode())
+    for i, text in enumerate(hostile()):
+        write("clean", f"hostile-{i}", text.encode())
+        # Knobs 5: the pipeline target's configuration with every clean
+        # transform on.
+        req = json.dumps(CALL).encode()
+        resp = json.dumps(result(1, text)).encode()
+        write("pipeline", f"hostile-{i}", bytes([5, 4, 0]) + struct.pack(">H", len(req)) + req + resp)
+    for i, text in enumerate(["plain prose " * 40, "<p>Hello <b>world</b></p><ul><li>a</li></ul>",
+                              json.dumps({"a": "x    y", "b": None}, indent=2)]):
+        write("clean", f"seed-{i}", text.encode())
     for i, cfg in enumerate(["{}", '{"toon":{"mode":"always","header":"fence"}}',
                              '{"servers":[{"match":{"cluster":"c"},"toon":{"min_savings_pct":30},'
                              '"tools":{"t":{"trim":{"enabled":true}}}}],"trim":{"client_id":"a","client_secret":"b"}}',

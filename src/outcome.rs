@@ -141,6 +141,13 @@ reasons! {
     DuplicateKeys => "duplicate_keys",
     /// `clean.max_text_bytes` cannot hold the TOON header and one row: the block goes unencoded.
     CapTooSmall => "cap_too_small",
+    /// Clean: converting the block's HTML would pass the work budget (markup
+    /// nested past 512 elements, or needing more parser work or Markdown
+    /// than its size allows); the block passed the clean stage unchanged.
+    HtmlBudget => "html_budget",
+    /// TOON: a block only the generic path can decide, past what is left of
+    /// the response's budget for it (16 KiB of text); it passed unencoded.
+    ToonBudget => "toon_budget",
     /// The emission did not decode back to the original value.
     VerifyFailed => "verify_failed",
     /// The TOON encoder returned an error.

@@ -109,6 +109,9 @@ impl Block {
     /// Stage 1, clean: each transform that changed the block is recorded.
     fn clean(&mut self, report: &mut Report) {
         let cleaned = clean::clean(&self.text, &self.policy.clean);
+        if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
+            report.push(self.passthrough(Stage::Clean, reason));
+        }
         for a in &cleaned.applied {
             report.push(self.applied(a));
         }
@@ -262,8 +265,9 @@ pub fn start(
             report.push(Decision::response(Reason::MalformedResponse));
             return Err(body.into_bytes());
         };
+        let calls = request.index();
         for message in &messages {
-            let Some(call) = message.id.as_deref().and_then(|id| request.call(id)) else {
+            let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
                 continue;
             };
             if call.method == mcp::TOOLS_CALL {
@@ -305,7 +309,21 @@ impl Job {
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
-        self.finish_keeping_original(settings, reply, report).0
+        let mut budget = stage::toon::Budget::per_response();
+        self.finish_within(settings, reply, &mut budget, report)
+    }
+
+    /// [`Job::finish`], drawing the TOON stage's generic-path work from
+    /// `budget` (an event stream shares one across its events).
+    pub fn finish_within(
+        self,
+        settings: &Settings,
+        reply: Option<&trim::LlmReply>,
+        budget: &mut stage::toon::Budget,
+        report: &mut Report,
+    ) -> Output {
+        self.finish_keeping_original(settings, reply, budget, report)
+            .0
     }
 
     /// The trimming tools its listings showed, and which of the plugin's
@@ -343,13 +361,14 @@ impl Job {
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
+        budget: &mut stage::toon::Budget,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
         for block in &mut self.blocks {
-            let encoded = encode(block, settings, report);
+            let encoded = encode(block, settings, budget, report);
             block.note_line(!settings.marker_key.is_empty());
             block.cap(encoded, report);
             block.sign(&settings.marker_key);
@@ -493,7 +512,12 @@ fn apply_trim(
 /// the emission's marker line (a line of its own for bare TOON); with a
 /// marker key, an untrimmed block's marker line is sized with its tag.
 /// Returns whether it encoded.
-fn encode(block: &mut Block, settings: &Settings, report: &mut Report) -> bool {
+fn encode(
+    block: &mut Block,
+    settings: &Settings,
+    budget: &mut stage::toon::Budget,
+    report: &mut Report,
+) -> bool {
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
@@ -502,13 +526,14 @@ fn encode(block: &mut Block, settings: &Settings, report: &mut Report) -> bool {
     let keyed = !settings.marker_key.is_empty();
     let header = block.policy.toon.header;
     let tags_marker = keyed && block.note.is_none() && header != Header::None;
-    let mut toon = std::borrow::Cow::Borrowed(&block.policy.toon);
+    let mut settings_toon = std::borrow::Cow::Borrowed(&block.policy.toon);
     if tags_marker {
-        let marker = format!("{}{}", toon.marker, crate::tag::placeholder());
-        toon.to_mut().marker = std::sync::Arc::from(marker);
+        let marker = format!("{}{}", settings_toon.marker, crate::tag::placeholder());
+        settings_toon.to_mut().marker = std::sync::Arc::from(marker);
     }
     let note = block.note.as_deref();
-    let result = stage::toon::encode(&block.text, wire, &toon).and_then(|emission| {
+    let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
+    let result = toon.and_then(|emission| {
         let emission = match note {
             Some(note) => with_note(emission, note, header),
             None => emission,

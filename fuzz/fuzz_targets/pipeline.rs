@@ -1,7 +1,9 @@
 //! The whole stream logic on arbitrary request and response bytes, JSON and
 //! SSE, cut into arbitrary chunks, with arbitrary callout replies: never a
 //! panic, a stall or a lost byte. When no decision changed anything, the
-//! client gets exactly the server's bytes.
+//! client gets exactly the server's bytes. Run with a libFuzzer `-timeout`
+//! (fuzz/run.sh): every stage is linear in its input or stops at a work
+//! budget, so a slow input is a finding.
 #![no_main]
 
 use std::sync::Arc;
@@ -17,6 +19,8 @@ const CONFIGS: &[&str] = &[
     r#"{"hold_headers":true,"toon":{"min_bytes":0,"min_rows":1,"header":"none"},"max_body_bytes":4096}"#,
     r#"{"trim":{"enabled":true,"threshold_bytes":16,"blocks":"all"},"toon":{"min_bytes":0}}"#,
     r#"{"trim":{"enabled":true,"threshold_bytes":0}}"#,
+    // Every clean transform opted in, on blocks of any size.
+    r#"{"clean":{"html_to_markdown":true,"strip_base64":true,"collapse_whitespace":true,"remove_nulls":true,"min_bytes":0,"base64_min_chars":16},"toon":{"min_bytes":0}}"#,
 ];
 
 fuzz_target!(|data: &[u8]| {

@@ -5,6 +5,7 @@ use super::collect::Collecting;
 use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output};
+use crate::stage::toon::Budget;
 
 impl Exchange {
     pub(super) fn json_chunk(
@@ -77,7 +78,12 @@ impl Exchange {
                 self.job = Some((job, after));
                 Step::swallow(Flow::Pause).with_callout(request)
             }
-            None => match job.finish_keeping_original(&self.settings, None, &mut self.report) {
+            None => match job.finish_keeping_original(
+                &self.settings,
+                None,
+                &mut Budget::per_response(),
+                &mut self.report,
+            ) {
                 (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
                 (out, original) => self.final_body(out, original, after),
             },

@@ -340,8 +340,12 @@ impl Exchange {
                 return Step::swallow(Flow::Pause);
             };
             job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-            let (out, original) =
-                job.finish_keeping_original(&self.settings, None, &mut self.report);
+            let (out, original) = job.finish_keeping_original(
+                &self.settings,
+                None,
+                &mut crate::stage::toon::Budget::per_response(),
+                &mut self.report,
+            );
             return self.final_body(out, original, after);
         }
         match self.phase {
@@ -367,8 +371,12 @@ impl Exchange {
     /// to call; without a pending callout it changes nothing.
     pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
         if let Some((job, after)) = self.job.take() {
-            let (out, original) =
-                job.finish_keeping_original(&self.settings, Some(reply), &mut self.report);
+            let (out, original) = job.finish_keeping_original(
+                &self.settings,
+                Some(reply),
+                &mut crate::stage::toon::Budget::per_response(),
+                &mut self.report,
+            );
             return self.final_body(out, original, after);
         }
         if self.stream.is_some() {

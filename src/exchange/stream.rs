@@ -17,6 +17,7 @@ use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
+use crate::stage::toon::Budget;
 
 #[derive(Debug)]
 pub(super) struct SseState {
@@ -25,6 +26,9 @@ pub(super) struct SseState {
     queue: VecDeque<Unit>,
     /// The event whose trim callout is in flight.
     pending: Option<(Event, Job)>,
+    /// The TOON stage's generic-path budget, one for the whole stream: per
+    /// event, a stream of many small events would get it many times.
+    toon_budget: Budget,
 }
 
 impl SseState {
@@ -33,6 +37,7 @@ impl SseState {
             framer: SseFramer::new(max_event_bytes),
             queue: VecDeque::new(),
             pending: None,
+            toon_budget: Budget::per_response(),
         }
     }
 
@@ -120,7 +125,12 @@ impl Exchange {
         if state.pending.is_some() && state.queued_bytes() > self.settings.trim.max_queued_bytes {
             if let Some((event, mut job)) = state.pending.take() {
                 job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-                let out = job.finish(&self.settings, None, &mut self.report);
+                let out = job.finish_within(
+                    &self.settings,
+                    None,
+                    &mut state.toon_budget,
+                    &mut self.report,
+                );
                 sent.event(with_output(event, out));
             }
         }
@@ -135,7 +145,12 @@ impl Exchange {
         let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            let mut spare = Budget::per_response();
+            let budget = self
+                .stream
+                .as_mut()
+                .map_or(&mut spare, |s| &mut s.toon_budget);
+            let out = job.finish_within(&self.settings, Some(reply), budget, &mut self.report);
             sent.event(with_output(event, out));
         }
         self.drain(sent, None, sessions)
@@ -243,7 +258,12 @@ impl Exchange {
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }
-        let out = job.finish(&self.settings, None, &mut self.report);
+        let mut spare = Budget::per_response();
+        let budget = self
+            .stream
+            .as_mut()
+            .map_or(&mut spare, |s| &mut s.toon_budget);
+        let out = job.finish_within(&self.settings, None, budget, &mut self.report);
         let (bytes, was) = with_output(event, out);
         EventPlan::Ready(bytes, was)
     }

@@ -3,6 +3,7 @@
 //! removed them, servers in the field still accept both).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -51,6 +52,19 @@ impl Limits {
         tool: usize::MAX,
         intent: usize::MAX,
     };
+}
+
+/// [`RequestInfo::index`]: the calls of a request by id.
+#[derive(Debug)]
+pub struct CallIndex<'a> {
+    by_id: HashMap<&'a str, &'a Call>,
+}
+
+impl<'a> CallIndex<'a> {
+    /// The request a response id answers.
+    pub fn call(&self, id: &str) -> Option<&'a Call> {
+        self.by_id.get(id).copied()
+    }
 }
 
 #[derive(Deserialize)]
@@ -128,6 +142,18 @@ impl RequestInfo {
         Some(info)
     }
 
+    /// The calls by id, for answering many lookups: a batch of `n`
+    /// responses to a batch of `n` calls would cost `n²` comparisons with
+    /// [`RequestInfo::call`] (issue 13). The first call of an id wins, as
+    /// with `call`.
+    pub fn index(&self) -> CallIndex<'_> {
+        let mut by_id = HashMap::with_capacity(self.calls.len());
+        for c in &self.calls {
+            by_id.entry(c.id.as_str()).or_insert(c);
+        }
+        CallIndex { by_id }
+    }
+
     /// The request a response id answers.
     pub fn call(&self, id: &str) -> Option<&Call> {
         self.calls.iter().find(|c| c.id == id)
@@ -172,6 +198,21 @@ mod tests {
             Some("tools/list")
         );
         assert_eq!(r.call("2").and_then(|c| c.tool.as_deref()), Some("t"));
+    }
+
+    #[test]
+    fn index_answers_like_call_and_keeps_the_first_of_an_id() {
+        let r = RequestInfo::parse(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}},
+                {"jsonrpc":"2.0","id":"x","method":"tools/list"},
+                {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"b"}}]"#,
+        )
+        .unwrap_or_default();
+        let index = r.index();
+        for id in ["1", "\"x\"", "2"] {
+            assert_eq!(index.call(id), r.call(id), "{id}");
+        }
+        assert_eq!(index.call("1").and_then(|c| c.tool.as_deref()), Some("a"));
     }
 
     #[test]

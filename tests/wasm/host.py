@@ -146,6 +146,9 @@ class Call:
     callback: str
     detail: str
     status: Status
+    # Position in the script of the event being played when the call was
+    # made (len(script) once the script is over: callouts settling, close).
+    event: int = 0
 
 
 @dataclass
@@ -271,6 +274,7 @@ class Vm:
         # What runs now: the context whose callback is executing and its name.
         self.active: Optional[int] = None
         self.callback = ""
+        self.event = 0
         self.effective: Optional[int] = None
         self.depth = 0
         self.after_call: list[Callable[[], None]] = []
@@ -367,7 +371,7 @@ class Vm:
         self.counts[name] = nth + 1
         index = len(self.calls)
         context = self.effective if self.effective is not None else 0
-        record = Call(index, name, nth, context, self.callback, "", Status.OK)
+        record = Call(index, name, nth, context, self.callback, "", Status.OK, self.event)
         self.calls.append(record)
         fault = next((f for f in self.faults if f.matches(name, nth)), None)
         if impl is None:
@@ -378,6 +382,15 @@ class Vm:
             record.status = fault.status
             record.detail = "injected"
             status = fault.status
+            if name == "proxy_set_effective_context":
+                # [cpp exports.cc set_effective_context] answers BadArgument
+                # only for a context id the host no longer has: the stream
+                # was destroyed, and Envoy cancels a destroyed context's
+                # callouts [envoy Context::~Context]. Model that stream
+                # as gone, not as alive and unaddressable.
+                gone = self.streams.get(args[0]) if args else None
+                if gone is not None:
+                    gone.vanish()
         else:
             status, record.detail = impl(caller, *args)
             record.status = Status(status)
@@ -864,6 +877,18 @@ class Stream:
                 side.state = "reset"
         self.close()
 
+    def vanish(self) -> None:
+        """The host no longer has this stream (see the set_effective_context
+        fault): both peers saw a reset, its callouts count as canceled, and
+        its context ends once the current VM call returned."""
+        for side in (self.client, self.server):
+            if side.state == "open":
+                side.state = "reset"
+        for c in self.vm.callouts.values():
+            if c.context == self.id:
+                c.canceled = True
+        self.vm.after_call.append(self.close)
+
     def close(self) -> None:
         """End of the stream's life: access log, then onDestroy (on_done,
         then on_delete when on_done returns true) [envoy log, onDestroy]."""
@@ -1046,7 +1071,8 @@ def play(vm: Vm, script: list[tuple], *, reentrant_resume: bool = False, settle:
     played += 1
     s = Stream(vm, reentrant_resume=reentrant_resume)
     try:
-        for event in script:
+        for position, event in enumerate(script):
+            vm.event = position
             kind = event[0]
             if kind == "request_headers":
                 s.headers(s.requests, event[1], event[2])
@@ -1070,6 +1096,7 @@ def play(vm: Vm, script: list[tuple], *, reentrant_resume: bool = False, settle:
                 s.close()
             else:
                 raise ValueError(f"unknown event {kind!r}")
+        vm.event = len(script)
         while settle is not None and s.callout_reply(settle):
             pass
         s.close()

@@ -43,31 +43,47 @@ const ELEMENTS: &[&str] = &[
     "u", "ul", "var", "video", "wbr",
 ];
 
-/// Deepest element nesting converted. html5ever's tree builder checks
-/// scopes by walking the stack of open elements, so its time grows with
-/// depth × tags (20 000 nested `<div>`s take seconds), and nested lists grow
-/// Markdown indentation with depth × items (20 000 nested `<ul><li>` make
-/// hundreds of MB). Real pages nest a few dozen levels.
-const MAX_DEPTH: usize = 128;
+/// What [`to_markdown`] made of a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Converted {
+    /// The Markdown, shorter than the text.
+    Markdown(String),
+    /// Not HTML, or the Markdown would not be shorter.
+    Unchanged,
+    /// HTML whose conversion would pass the work budget
+    /// ([`guard`]): the text stays as it is.
+    OverBudget,
+}
 
-/// Void elements (no end tag) and elements whose end tag may be omitted
-/// (WHATWG HTML §13.1.2.4): neither adds to the depth estimate.
-#[rustfmt::skip]
-const NO_DEPTH: &[&str] = &[
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
-    "wbr", "html", "head", "body", "li", "dt", "dd", "p", "rt", "rp", "optgroup", "option",
-    "colgroup", "caption", "thead", "tbody", "tfoot", "tr", "td", "th",
-];
-
-/// Converts `text` to Markdown when it is HTML, nests no deeper than
-/// [`MAX_DEPTH`], and the Markdown is shorter.
-pub fn to_markdown(text: &str) -> Option<String> {
-    if !SUPPORTED || !is_html(text) || too_deep(text) {
-        return None;
+/// Converts `text` to Markdown when it is HTML, the conversion stays within
+/// the work budget, and the Markdown is shorter.
+pub fn to_markdown(text: &str) -> Converted {
+    if !SUPPORTED || !is_html(text) {
+        return Converted::Unchanged;
     }
-    let markdown = convert(text)?;
+    if !within_budget(text) {
+        return Converted::OverBudget;
+    }
+    let Some(markdown) = convert(text) else {
+        return Converted::Unchanged;
+    };
     let markdown = markdown.trim_matches('\n');
-    (markdown.len() < text.len()).then(|| markdown.to_string())
+    if markdown.len() < text.len() {
+        Converted::Markdown(markdown.to_string())
+    } else {
+        Converted::Unchanged
+    }
+}
+
+#[cfg(feature = "html")]
+fn within_budget(text: &str) -> bool {
+    let _quiet = quiet::Quiet::new();
+    guard::check(text).is_ok()
+}
+
+#[cfg(not(feature = "html"))]
+fn within_budget(_text: &str) -> bool {
+    true
 }
 
 #[cfg(feature = "html")]
@@ -163,39 +179,6 @@ pub fn is_html(text: &str) -> bool {
     false
 }
 
-/// An upper estimate of the element nesting passes [`MAX_DEPTH`]: start tags
-/// add one, end tags take one off, void elements and those whose end tag
-/// may be omitted count nothing; `/>` closes only elements HTML does not
-/// know (SVG and MathML content honour it, HTML elements ignore it).
-fn too_deep(text: &str) -> bool {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while let Some(off) = text.get(i..).and_then(|rest| rest.find('<')) {
-        let at = i + off;
-        let Some(t) = tag_at(text, at) else {
-            i = at + 1;
-            continue;
-        };
-        i = t.end;
-        if NO_DEPTH.iter().any(|e| e.eq_ignore_ascii_case(t.name)) {
-            continue;
-        }
-        if t.closing {
-            depth = depth.saturating_sub(1);
-            continue;
-        }
-        let self_closed = text.get(..t.end).is_some_and(|s| s.ends_with("/>"));
-        if self_closed && !is_element(t.name) {
-            continue;
-        }
-        depth += 1;
-        if depth > MAX_DEPTH {
-            return true;
-        }
-    }
-    false
-}
-
 /// Skips whitespace, a byte-order mark and leading comments.
 fn skip_preamble(text: &str) -> &str {
     let mut rest = text.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
@@ -254,6 +237,9 @@ fn tag_at(text: &str, at: usize) -> Option<Tag<'_>> {
         end: at + consumed,
     })
 }
+
+#[cfg(feature = "html")]
+pub mod guard;
 
 #[cfg(test)]
 mod tests;

@@ -114,8 +114,10 @@ pub struct Cleaned {
     pub text: Option<String>,
     /// The transforms that changed the block, in the order they ran.
     pub applied: Vec<Applied>,
-    /// Why the block was not looked at (`BelowMinBytes`, `AlreadyEncoded`);
-    /// `None` when every enabled transform looked at it.
+    /// Why the block was not looked at (`BelowMinBytes`, `AlreadyEncoded`),
+    /// or why it was left as it came although a transform would have
+    /// changed it (`HtmlBudget`); `None` when every enabled transform
+    /// looked at it.
     pub skipped: Option<Reason>,
 }
 
@@ -175,17 +177,23 @@ fn looks_like_json(text: &str) -> bool {
 }
 
 /// One string transform, as applied to a whole text or one string value.
-/// `key` is the object key the string belongs to, if any.
+/// `key` is the object key the string belongs to, if any. `Err` when the
+/// transform would pass its work budget: the block then stays as it is.
 fn string_transform(
     t: Transform,
     s: &CleanSettings,
     text: &str,
-    key: Option<&str>,
-) -> Option<String> {
-    match t {
-        Transform::HtmlToMarkdown => html::to_markdown(text),
+    key: Option<(&str, usize)>,
+    handle: &mut HandleKey,
+) -> Result<Option<String>, Reason> {
+    Ok(match t {
+        Transform::HtmlToMarkdown => match html::to_markdown(text) {
+            html::Converted::Markdown(markdown) => Some(markdown),
+            html::Converted::Unchanged => None,
+            html::Converted::OverBudget => return Err(Reason::HtmlBudget),
+        },
         Transform::StripBase64 => {
-            if key.is_some_and(base64::is_handle_key) {
+            if key.is_some_and(|(k, at)| handle.is_handle(k, at)) {
                 None
             } else {
                 base64::strip(text, s.base64_min_chars)
@@ -193,6 +201,28 @@ fn string_transform(
         }
         Transform::CollapseWhitespace => whitespace::collapse(text),
         _ => None,
+    })
+}
+
+/// Whether a key names a handle, remembered for the last key asked about
+/// (by where its literal starts): the strings of one array share their
+/// member's key, and asking again for each of them would cost the key's
+/// length each time.
+#[derive(Default)]
+struct HandleKey {
+    last: Option<(usize, bool)>,
+}
+
+impl HandleKey {
+    fn is_handle(&mut self, key: &str, at: usize) -> bool {
+        match self.last {
+            Some((seen, answer)) if seen == at => answer,
+            _ => {
+                let answer = base64::is_handle_key(key);
+                self.last = Some((at, answer));
+                answer
+            }
+        }
     }
 }
 
@@ -210,9 +240,14 @@ fn string_transforms(s: &CleanSettings) -> impl Iterator<Item = Transform> + '_ 
 fn clean_text(text: &str, s: &CleanSettings) -> Cleaned {
     let mut current: Option<String> = None;
     let mut applied = Vec::new();
+    let mut handle = HandleKey::default();
     for t in string_transforms(s) {
         let input = current.as_deref().unwrap_or(text);
-        if let Some(next) = string_transform(t, s, input, None) {
+        let next = match string_transform(t, s, input, None, &mut handle) {
+            Ok(next) => next,
+            Err(reason) => return Cleaned::skipped(reason),
+        };
+        if let Some(next) = next {
             // A transform is kept only when it made the block smaller.
             if next.len() < input.len() {
                 applied.push(Applied {
@@ -241,14 +276,25 @@ fn clean_json(text: &str, s: &CleanSettings) -> Cleaned {
     let transforms: Vec<Transform> = string_transforms(s).collect();
     let mut savings = vec![0usize; transforms.len()];
     let mut changed = vec![false; transforms.len()];
+    let mut handle = HandleKey::default();
+    let mut over_budget: Option<Reason> = None;
     let pass = rewrite::rewrite(text, s.remove_nulls, &mut |string| {
+        if over_budget.is_some() {
+            return None;
+        }
         let mut current: Option<String> = None;
         let mut current_len = string.literal_len;
         for (k, &t) in transforms.iter().enumerate() {
             let input = current.as_deref().unwrap_or(string.value);
-            let Some(new) = string_transform(t, s, input, string.key) else {
-                continue;
-            };
+            let new =
+                match string_transform(t, s, input, string.key.zip(string.key_at), &mut handle) {
+                    Ok(Some(new)) => new,
+                    Ok(None) => continue,
+                    Err(reason) => {
+                        over_budget = Some(reason);
+                        return None;
+                    }
+                };
             let new_len = literal_len(&new);
             if new_len < current_len {
                 if let (Some(total), Some(flag)) = (savings.get_mut(k), changed.get_mut(k)) {
@@ -261,6 +307,9 @@ fn clean_json(text: &str, s: &CleanSettings) -> Cleaned {
         }
         current
     });
+    if let Some(reason) = over_budget {
+        return Cleaned::skipped(reason);
+    }
     let Some(pass) = pass else {
         return Cleaned::default();
     };

@@ -15,6 +15,7 @@
 //! guess. The walk keeps its own stack: no recursion, whatever the depth.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 
 /// The output of a pass.
 pub struct Rewritten {
@@ -36,6 +37,33 @@ pub struct StringValue<'t, 'k> {
     /// The key of the member it belongs to (array elements inherit the key
     /// of the member holding the array); `None` at the top level.
     pub key: Option<&'k str>,
+    /// Where that key's literal starts in the text: one value per member,
+    /// shared by the strings of its arrays, so a caller can remember what
+    /// it concluded about a key without comparing it again.
+    pub key_at: Option<usize>,
+}
+
+/// A member's key: decoded once, shared (not copied) by the arrays nested
+/// in its value, however deep.
+#[derive(Clone)]
+struct Key<'a> {
+    at: usize,
+    text: KeyText<'a>,
+}
+
+#[derive(Clone)]
+enum KeyText<'a> {
+    Borrowed(&'a str),
+    Owned(Rc<str>),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match &self.text {
+            KeyText::Borrowed(s) => s,
+            KeyText::Owned(s) => s,
+        }
+    }
 }
 
 struct Frame<'a> {
@@ -45,7 +73,7 @@ struct Frame<'a> {
     /// Members or elements written.
     written: usize,
     /// Objects: the current member's key. Arrays: the inherited key.
-    key: Option<Cow<'a, str>>,
+    key: Option<Key<'a>>,
 }
 
 /// Rewrites `text` (see the module docs). `on_string` returns the new value
@@ -100,7 +128,13 @@ pub fn rewrite<'a>(
                     out.push(',');
                 }
                 frame.written += 1;
-                frame.key = Some(decode(literal)?);
+                frame.key = Some(Key {
+                    at: i,
+                    text: match decode(literal)? {
+                        Cow::Borrowed(k) => KeyText::Borrowed(k),
+                        Cow::Owned(k) => KeyText::Owned(Rc::from(k)),
+                    },
+                });
                 out.push_str(literal);
                 out.push(':');
                 after_key = true;
@@ -127,11 +161,12 @@ pub fn rewrite<'a>(
                         let end = string_end(b, i)?;
                         let literal = text.get(i..end)?;
                         let value = decode(literal)?;
-                        let key = stack.last().and_then(|f| f.key.as_deref());
+                        let key = stack.last().and_then(|f| f.key.as_ref());
                         let replaced = on_string(StringValue {
                             value: &value,
                             literal_len: literal.len(),
-                            key,
+                            key: key.map(Key::as_str),
+                            key_at: key.map(|k| k.at),
                         });
                         match replaced {
                             Some(new) => out.push_str(&serde_json::to_string(&new).ok()?),

@@ -253,6 +253,28 @@ fn json_strings_are_cleaned_and_keys_never_are() {
 }
 
 #[test]
+fn a_handle_key_covers_its_own_arrays_only() {
+    // Whether a key names a handle is remembered per member, so it is
+    // asked once for an array of many strings, and never carried over to
+    // the next member.
+    let blob = encode_base64(&random_bytes(300, 3), false);
+    let text = format!(
+        "{{\"pageToken\": [\"{blob}\", [\"{blob}\"]], \"pages\": [\"{blob}\", [\"{blob}\"]]}}"
+    );
+    let c = clean(&text, &settings());
+    let stripped = "<stripped: 300 bytes>";
+    assert_eq!(
+        c.text.as_deref(),
+        Some(
+            format!(
+                "{{\"pageToken\":[\"{blob}\",[\"{blob}\"]],\"pages\":[\"{stripped}\",[\"{stripped}\"]]}}"
+            )
+            .as_str()
+        )
+    );
+}
+
+#[test]
 fn nulls_go_only_when_asked() {
     let text = "{\n  \"id\": 1,\n  \"parent\": null,\n  \"tags\": [null, \"a\"],\n  \"meta\": {\"x\": null}\n}";
     let off = clean(text, &settings());

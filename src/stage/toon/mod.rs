@@ -22,11 +22,62 @@ use crate::marker;
 use crate::outcome::Reason;
 use crate::stage::literal_len;
 
-/// Encodes one text block, or says why it stays as it is.
+/// Bytes of text per response (per event stream) that the generic path may
+/// encode.
+///
+/// The generic path (`serde_json::Value` → toon-format's encoder and
+/// decoder) is linear but costs about 1–2 µs per byte natively, 50–100
+/// times the fast path, mostly in toon-format's copies, maps and
+/// allocations: 1 MiB of rows whose key sets differ (which TOON writes as
+/// list items, rarely smaller than the JSON) takes a second. The fast path
+/// decides every table whose rows share one key sequence; what it leaves to
+/// the generic path is first checked by the generic path's cheap gates
+/// (parse, classifier, exactness), and only then encoded, within this
+/// budget (issue 13).
+pub const GENERIC_BYTES: usize = 16 * 1024;
+
+/// What is left of one response's generic-path budget ([`GENERIC_BYTES`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    generic_bytes: usize,
+}
+
+impl Budget {
+    /// A whole budget, for one response or one event stream.
+    pub fn per_response() -> Self {
+        Self {
+            generic_bytes: GENERIC_BYTES,
+        }
+    }
+
+    /// Takes `bytes` of generic-path work, if that much is left.
+    fn take(&mut self, bytes: usize) -> bool {
+        match self.generic_bytes.checked_sub(bytes) {
+            Some(left) => {
+                self.generic_bytes = left;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Encodes one text block, or says why it stays as it is, with a budget
+/// of its own ([`encode_within`] shares one across a response's blocks).
 ///
 /// `wire_len` is the size of the block's JSON string literal on the wire;
 /// adaptive mode never lets that grow either.
 pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
+    encode_within(text, wire_len, s, &mut Budget::per_response())
+}
+
+/// [`encode`], drawing generic-path work from `budget`.
+pub fn encode_within(
+    text: &str,
+    wire_len: usize,
+    s: &ToonSettings,
+    budget: &mut Budget,
+) -> Result<String, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
     }
@@ -38,7 +89,10 @@ pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, R
     }
     match fast::encode(text, wire_len, s) {
         fast::Fast::Done(result) => result,
-        fast::Fast::Fallback => encode_generic(text, wire_len, s),
+        // The generic path's gates would pass: refuse before running them
+        // when the budget cannot pay for what follows.
+        fast::Fast::Unwritten if text.len() > budget.generic_bytes => Err(Reason::ToonBudget),
+        fast::Fast::Fallback | fast::Fast::Unwritten => generic(text, wire_len, s, Some(budget)),
     }
 }
 
@@ -46,6 +100,17 @@ pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, R
 /// toon-format's own encoder and decoder. The fast path falls back to it,
 /// and the differential tests and benchmarks hold the two side by side.
 pub fn encode_generic(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
+    generic(text, wire_len, s, None)
+}
+
+/// The generic path; with a budget, the encoding step (the costly one)
+/// runs only within it.
+fn generic(
+    text: &str,
+    wire_len: usize,
+    s: &ToonSettings,
+    budget: Option<&mut Budget>,
+) -> Result<String, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
     }
@@ -61,6 +126,9 @@ pub fn encode_generic(text: &str, wire_len: usize, s: &ToonSettings) -> Result<S
         classify(&value, s.min_rows, s.key_presence_pct).map_err(|_| Reason::NotTabular)?;
     }
     exact(&value)?;
+    if budget.is_some_and(|b| !b.take(text.len())) {
+        return Err(Reason::ToonBudget);
+    }
     let toon = to_toon(&value).ok_or(Reason::EncodeError)?;
     let emission = marker::wrap(&toon, s.header, &s.marker);
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {

@@ -394,3 +394,56 @@ mod property {
         );
     }
 }
+
+/// Rows the fast path leaves to the generic one (every tenth lacks a key),
+/// padded with trailing whitespace to exactly `len` bytes.
+fn sparse_rows(len: usize) -> String {
+    let rows: Vec<Value> = (0..len / 60)
+        .map(|i| {
+            if i % 10 == 9 {
+                json!({"id": i, "name": format!("user-{i}")})
+            } else {
+                json!({"id": i, "name": format!("user-{i}"), "tag": "t"})
+            }
+        })
+        .collect();
+    let mut text = Value::Array(rows).to_string();
+    assert!(text.len() <= len);
+    text.push_str(&" ".repeat(len - text.len()));
+    text
+}
+
+#[test]
+fn the_generic_budget_holds_at_its_exact_boundary() {
+    let s = settings();
+    let at = sparse_rows(GENERIC_BYTES);
+    let generic = encode_generic(&at, literal_len(&at), &s);
+    assert_ne!(generic, Err(Reason::ToonBudget));
+    assert_eq!(run(&at, &s), generic);
+    let over = sparse_rows(GENERIC_BYTES + 1);
+    assert_ne!(
+        encode_generic(&over, literal_len(&over), &s),
+        Err(Reason::ToonBudget),
+        "the generic path itself has no budget"
+    );
+    assert_eq!(run(&over, &s), Err(Reason::ToonBudget));
+    // The cheap gates still answer first.
+    let big_text = format!("\"{}\"", "x".repeat(GENERIC_BYTES));
+    assert_eq!(run(&big_text, &s), Err(Reason::NotTabular));
+}
+
+#[test]
+fn one_generic_budget_serves_a_whole_response() {
+    let s = settings();
+    let half = sparse_rows(GENERIC_BYTES / 2);
+    let mut budget = Budget::per_response();
+    let first = encode_within(&half, literal_len(&half), &s, &mut budget);
+    assert_ne!(first, Err(Reason::ToonBudget));
+    let second = encode_within(&half, literal_len(&half), &s, &mut budget);
+    assert_eq!(second, first, "exactly the rest of the budget");
+    let third = encode_within(&half, literal_len(&half), &s, &mut budget);
+    assert_eq!(third, Err(Reason::ToonBudget));
+    // A table the fast path decides costs nothing.
+    let table = rows(200).to_string();
+    assert!(encode_within(&table, literal_len(&table), &s, &mut budget).is_ok());
+}

@@ -231,3 +231,155 @@ fn unicode_around_blobs_survives() {
         Some("é😀<stripped: 300 bytes>ü")
     );
 }
+
+/// The wrapped-line detector as it was before issue 13: every line of a
+/// group read on to the group's end, so `n` lines cost `n²`. The one-pass
+/// detector must find exactly the blobs this one finds.
+mod reference {
+    use super::super::{
+        data_uri, decoded_len, line_break, replace, scan_run, single_at, valid_length, Blob, Run,
+        Stats, MIN_WRAP_WIDTH,
+    };
+
+    fn wrapped_at(b: &[u8], run: Run, min_chars: usize) -> Option<Blob> {
+        let width = run.len();
+        let at_line_start = run.start == 0 || b.get(run.start - 1) == Some(&b'\n');
+        if !at_line_start || run.pad != 0 || width < MIN_WRAP_WIDTH || width % 4 != 0 {
+            return None;
+        }
+        let mut next = line_break(b, run.end)?;
+        let mut stats = Stats::default();
+        stats.feed(b.get(run.start..run.end)?);
+        let mut end = run.end;
+        let mut lines = 1;
+        while b.get(next).copied().is_some_and(super::super::is_alphabet) {
+            let line = scan_run(b, next);
+            let line_end = line.end_with_padding();
+            let after = line_break(b, line_end);
+            if after.is_none() && line_end != b.len() {
+                break;
+            }
+            let full = line.len() == width && line.pad == 0;
+            let short_last =
+                line.len() < width && line.pad > 0 && valid_length(line.len(), line.pad);
+            if !full && !short_last {
+                break;
+            }
+            stats.feed(b.get(line.start..line.end)?);
+            end = line_end;
+            lines += 1;
+            match after {
+                Some(n) if full => next = n,
+                _ => break,
+            }
+        }
+        if lines < 2 || stats.chars < min_chars || !stats.looks_encoded() {
+            return None;
+        }
+        Some(Blob {
+            end,
+            decoded: decoded_len(stats.chars),
+        })
+    }
+
+    /// `strip` with the old detector.
+    pub fn strip(text: &str, min_chars: usize) -> Option<String> {
+        let b = text.as_bytes();
+        let mut out = String::new();
+        let mut copied = 0;
+        let mut i = 0;
+        while i < b.len() {
+            let at = |k: usize| b.get(k).copied().unwrap_or(0);
+            if at(i).eq_ignore_ascii_case(&b'd') && (i == 0 || !at(i - 1).is_ascii_alphanumeric()) {
+                if let Some((end, decoded)) = data_uri(b, i, min_chars) {
+                    if replace(text, &mut out, &mut copied, i, end, decoded) {
+                        i = end;
+                        continue;
+                    }
+                }
+            }
+            if !super::super::is_alphabet(at(i)) {
+                i += 1;
+                continue;
+            }
+            let run = scan_run(b, i);
+            let blob = wrapped_at(b, run, min_chars).or_else(|| single_at(b, run, min_chars));
+            if let Some(blob) = blob {
+                if replace(text, &mut out, &mut copied, i, blob.end, blob.decoded) {
+                    i = blob.end;
+                    continue;
+                }
+            }
+            i = run.end_with_padding();
+        }
+        if copied == 0 {
+            return None;
+        }
+        out.push_str(text.get(copied..).unwrap_or(""));
+        Some(out)
+    }
+}
+
+#[test]
+fn a_group_of_lines_is_read_once_and_judged_from_every_line() {
+    // Plain lines of one width, then encoded lines of that width: the blob
+    // starts at the first line from which the rest looks encoded.
+    let plain = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let b = blob(900, 4); // 1200 chars: 15 lines of 76 and one of 60
+    let mut text = String::new();
+    for _ in 0..3 {
+        text.push_str(plain);
+        text.push('\n');
+    }
+    let lines: Vec<&str> = b
+        .as_bytes()
+        .chunks(76)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    text.push_str(&lines.join("\n"));
+    let out = strip(&text, MIN);
+    assert_eq!(out, reference::strip(&text, MIN));
+    assert!(out.unwrap().contains("<stripped:"));
+    // The shape of issue 13: many lines of one letter are no blob.
+    let lines = "AAAAAAAAAAAAAAAA\n".repeat(5000);
+    assert_eq!(strip(&lines, MIN), None);
+    assert_eq!(reference::strip(&lines, MIN), None);
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::{reference, strip};
+    use crate::stage::clean::tests::{encode_base64, random_bytes};
+
+    /// A line of a text made to hit the wrapped detector: encoded lines,
+    /// plain letters, short and padded lines, words, all often of one width.
+    fn line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (1u64..1000).prop_map(|seed| encode_base64(&random_bytes(12, seed), false)),
+            (1u64..1000)
+                .prop_map(|seed| encode_base64(&random_bytes(57, seed), false)[..76].to_string()),
+            Just("A".repeat(16)),
+            Just(
+                "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                    .to_string()
+            ),
+            (1u64..1000).prop_map(|seed| encode_base64(&random_bytes(10, seed), false)), // padded
+            Just("Thanks".to_string()),
+            Just(String::new()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        #[test]
+        fn finds_the_blobs_the_old_detector_found(
+            lines in prop::collection::vec(line(), 0..40),
+            crlf in any::<bool>(),
+            min in prop::sample::select(vec![16usize, 64, 256]),
+        ) {
+            let text = lines.join(if crlf { "\r\n" } else { "\n" });
+            prop_assert_eq!(strip(&text, min), reference::strip(&text, min));
+        }
+    }
+}

@@ -173,3 +173,32 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn nested_arrays_share_their_member_key() {
+    // An escaped key is decoded once and shared by every array below it
+    // (issue 13: copying it at each `[` cost depth × key length).
+    let key = format!("k\\n{}", "x".repeat(1000));
+    let depth = 500;
+    let text = format!(
+        "{{\"{key}\":{}\"a\",\"b\"{},\"other\":[\"c\"]}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let mut seen = Vec::new();
+    rewrite(&text, false, &mut |s| {
+        seen.push((s.value.to_string(), s.key.map(str::len), s.key_at));
+        None
+    })
+    .unwrap();
+    let first_at = text.find('"');
+    let other_at = text.find("\"other\"");
+    assert_eq!(
+        seen,
+        [
+            ("a".to_string(), Some(1002), first_at),
+            ("b".to_string(), Some(1002), first_at),
+            ("c".to_string(), Some(5), other_at),
+        ]
+    );
+}

@@ -5,8 +5,10 @@
 //! that list their keys in one order are handled by position, and the
 //! exactness checks are flat scans of the arenas instead of a tree walk.
 
+use indexmap::IndexMap;
+
 use super::number;
-use super::tree::{get, key_eq, Doc, Member, Node};
+use super::tree::{key_eq, Doc, Lookup, Member, Node};
 use crate::outcome::Reason;
 
 /// Nested field groups deeper than this are not worth a header (the same
@@ -14,9 +16,9 @@ use crate::outcome::Reason;
 const MAX_GROUP_DEPTH: usize = 8;
 
 /// [`super::super::classify`]: a table, or a paged envelope around one.
-/// `None` for a table whose rows do not all list one key sequence: the
-/// generic classifier weighs those (key presence), and TOON writes them in
-/// list form, which the fast encoder leaves to the generic one anyway.
+/// Rows that do not all list one key sequence are weighed by key presence
+/// as the generic classifier weighs them (TOON then writes them in list
+/// form, which the fast encoder leaves to the generic one).
 pub(super) fn classify(doc: &Doc<'_>, min_rows: usize, key_presence_pct: u64) -> Option<bool> {
     let Some(root) = &doc.root else {
         return Some(false);
@@ -51,7 +53,9 @@ fn table(doc: &Doc<'_>, rows: &[Node<'_>], min_rows: usize, key_presence_pct: u6
             _ => return Some(false),
         }
     }
-    let first = one_key_order(&objects)?;
+    let Some(first) = one_key_order(&objects) else {
+        return Some(by_presence(doc, &objects, key_presence_pct));
+    };
     // Every row has every key: each key's presence is 100 %.
     if key_presence_pct > 100 {
         return Some(false);
@@ -63,6 +67,27 @@ fn table(doc: &Doc<'_>, rows: &[Node<'_>], min_rows: usize, key_presence_pct: u6
             .collect();
         column(doc, &cells, 0)
     }))
+}
+
+/// The generic classifier's table rule for rows with different key lists:
+/// every key of their union (in first-seen order) present in at least
+/// `key_presence_pct` % of rows, and each key's cells a column.
+fn by_presence(doc: &Doc<'_>, objects: &[&[Member<'_>]], key_presence_pct: u64) -> bool {
+    let mut presence: IndexMap<&str, u64> = IndexMap::new();
+    for o in objects {
+        for m in o.iter() {
+            *presence.entry(m.key.as_ref()).or_insert(0) += 1;
+        }
+    }
+    let n = objects.len() as u64;
+    if presence.values().any(|&c| c * 100 < key_presence_pct * n) {
+        return false;
+    }
+    let mut lookups: Vec<Lookup<'_, '_>> = objects.iter().map(|o| Lookup::new(o)).collect();
+    presence.keys().enumerate().all(|(j, key)| {
+        let cells: Vec<&Node<'_>> = lookups.iter_mut().filter_map(|l| l.get(key, j)).collect();
+        column(doc, &cells, 0)
+    })
 }
 
 /// The first object's members when every object lists the same keys in
@@ -82,10 +107,12 @@ fn same_keys_in_order(a: &[Member<'_>], b: &[Member<'_>]) -> bool {
 /// `a` has exactly `b`'s keys, in any order.
 fn same_key_set(a: &[Member<'_>], b: &[Member<'_>]) -> bool {
     a.len() == b.len()
-        && (same_keys_in_order(a, b)
-            || b.iter()
+        && (same_keys_in_order(a, b) || {
+            let mut a = Lookup::new(a);
+            b.iter()
                 .enumerate()
-                .all(|(j, m)| get(a, &m.key, j).is_some()))
+                .all(|(j, m)| a.get(&m.key, j).is_some())
+        })
 }
 
 /// A column is all primitives, or all non-empty objects with one key set
@@ -110,8 +137,12 @@ fn column(doc: &Doc<'_>, cells: &[&Node<'_>], depth: usize) -> bool {
     if !groups.iter().all(|g| same_key_set(g, first)) {
         return false;
     }
+    let mut lookups: Vec<Lookup<'_, '_>> = groups.iter().map(|g| Lookup::new(g)).collect();
     first.iter().enumerate().all(|(j, m)| {
-        let sub: Vec<&Node<'_>> = groups.iter().filter_map(|g| get(g, &m.key, j)).collect();
+        let sub: Vec<&Node<'_>> = lookups
+            .iter_mut()
+            .filter_map(|g| g.get(&m.key, j))
+            .collect();
         column(doc, &sub, depth + 1)
     })
 }

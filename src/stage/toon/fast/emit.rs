@@ -24,7 +24,7 @@ use toon_format::types::{Delimiter, EncodeOptions};
 use toon_format::utils::{is_valid_unquoted_key, needs_quoting, quote_string};
 
 use super::number;
-use super::tree::{get, key_eq, Doc, Member, Node};
+use super::tree::{key_eq, Doc, Lookup, Member, Node};
 
 /// toon-format's `MAX_DEPTH`: its encoder refuses deeper values, and its
 /// field-group detection stops there.
@@ -271,8 +271,9 @@ impl<'e, 'a> Emitter<'e, 'a> {
         fields: &[Field<'_>],
         first: &mut bool,
     ) -> Option<()> {
+        let mut row = Lookup::new(row);
         for (j, f) in fields.iter().enumerate() {
-            let value = get(row, f.name, j)?;
+            let value = row.get(f.name, j)?;
             match &f.children {
                 Some(children) => {
                     let nested = self.doc.object(value)?;
@@ -312,25 +313,28 @@ impl<'e, 'a> Emitter<'e, 'a> {
         if first.is_empty() {
             return None;
         }
+        let mut lookups = Vec::with_capacity(objects.len());
         for o in objects {
             if o.len() != first.len() {
                 return None;
             }
             let same_order = o.iter().zip(first).all(|(a, b)| key_eq(&a.key, &b.key));
+            let mut lookup = Lookup::new(o);
             if !same_order
                 && !first
                     .iter()
                     .enumerate()
-                    .all(|(j, m)| get(o, &m.key, j).is_some())
+                    .all(|(j, m)| lookup.get(&m.key, j).is_some())
             {
                 return None;
             }
+            lookups.push(lookup);
         }
         let mut fields = Vec::with_capacity(first.len());
         for (j, m) in first.iter().enumerate() {
             let mut values = Vec::with_capacity(objects.len());
-            for o in objects {
-                values.push(get(o, &m.key, j)?);
+            for o in &mut lookups {
+                values.push(o.get(&m.key, j)?);
             }
             fields.push(self.classify_column(&m.key, &values, depth)?);
         }

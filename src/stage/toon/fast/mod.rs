@@ -19,13 +19,14 @@
 //! tabular array — and both are written here; always mode meets the rest.
 //!
 //! Every step either gives the generic path's answer or says
-//! `Fast::Fallback`, and then the generic path runs from the start. It
+//! `Fast::Fallback` (or `Fast::Unwritten`, past the gates), and then the
+//! generic path runs from the start. It
 //! falls back on: text its parser leaves to serde_json (invalid JSON, lone
-//! surrogate escapes, nesting past 100, duplicate keys), tables whose rows
-//! do not share one key sequence (in adaptive mode), shapes whose TOON
-//! needs list items (arrays of arrays, non-uniform arrays of objects) or a
-//! root primitive, and any emission its own decoder does not read back as
-//! the same value. The differential tests hold both paths to identical
+//! surrogate escapes, nesting past 100, duplicate keys), shapes whose TOON
+//! needs list items (arrays of arrays, non-uniform arrays of objects, such
+//! as tables whose rows do not share one key list, which the gates still
+//! classify here) or a root primitive, and any emission its own decoder
+//! does not read back as the same value. The differential tests hold both paths to identical
 //! results — emissions and refusals — over the spec fixtures and generated
 //! documents.
 
@@ -52,6 +53,10 @@ pub(super) enum Fast {
     Done(Result<String, Reason>),
     /// Outside the fast path's forms: run the generic path.
     Fallback,
+    /// Past the gates (the classifier and the exactness checks, whose
+    /// answers are the generic path's), but not written or not read back:
+    /// the generic path would pass its gates too and go on to encode.
+    Unwritten,
 }
 
 /// [`super::encode`] after its cheap early checks (mode, marker, minimum
@@ -73,7 +78,7 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     }
     let options = EncodeOptions::default();
     let Some(toon) = emit::emit(&doc, &options) else {
-        return Fast::Fallback;
+        return Fast::Unwritten;
     };
     let emission = marker::wrap(&toon, s.header, &s.marker);
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
@@ -85,7 +90,7 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     // Duplicate keys: the parser refused them, so the generic path counts
     // them.
     if s.verify && !decodes_to(&toon, &doc, &options) {
-        return Fast::Fallback;
+        return Fast::Unwritten;
     }
     Fast::Done(Ok(emission))
 }

@@ -24,6 +24,7 @@ use super::{encode, to_toon, verifies, Fast};
 use crate::config::{Mode, ToonSettings};
 use crate::json;
 use crate::marker::Header;
+use crate::outcome::Reason;
 use crate::stage::literal_len;
 use crate::stage::toon::{encode_generic, exact, from_toon, to_toon_with};
 
@@ -602,6 +603,20 @@ fn stage_stream(stream: u8, n: usize) -> [usize; 3] {
                 counts[usize::from(result.is_err())] += 1;
             }
             Fast::Fallback => counts[2] += 1,
+            Fast::Unwritten => {
+                // Past the gates here means past them on the generic path.
+                let gates = [
+                    Reason::NotJson,
+                    Reason::NotTabular,
+                    Reason::LossyNumber,
+                    Reason::KeyOrder,
+                ];
+                assert!(
+                    !generic.as_ref().is_err_and(|r| gates.contains(r)),
+                    "{text}\n{generic:?}"
+                );
+                counts[2] += 1;
+            }
         }
         if i % 16 == 0 {
             // And through the stage's entry point.
@@ -658,4 +673,76 @@ fn encoder_matches_toon_format_on_generated_documents() {
     // Refusals of what toon-format reads back are the rare field groups
     // whose rows list their keys in different orders.
     assert!(refused * 100 <= decoded, "{refused} refusals");
+}
+
+#[test]
+fn lookup_finds_members_by_position_or_by_name() {
+    use super::tree::{Lookup, Node};
+    let doc = super::parse::parse(r#"{"a":1,"b":2,"c":3}"#).unwrap();
+    let members = doc.object(doc.root.as_ref().unwrap()).unwrap();
+    let mut l = Lookup::new(members);
+    assert_eq!(l.get("b", 1), Some(&Node::Num("2")), "at the hint");
+    assert_eq!(l.get("c", 0), Some(&Node::Num("3")), "elsewhere");
+    assert_eq!(l.get("a", 7), Some(&Node::Num("1")), "a hint past the end");
+    assert_eq!(l.get("d", 0), None);
+}
+
+#[test]
+fn field_groups_in_changing_key_orders_are_decided_alike() {
+    // Rows whose group lists one key set in two orders: each lookup that
+    // misses goes through a map (a scan per key would cost keys² a row),
+    // and both paths refuse the table the same way.
+    let keys: Vec<String> = (0..150).map(|i| format!("k{i}")).collect();
+    let group = |rev: bool| -> String {
+        let mut ks: Vec<&String> = keys.iter().collect();
+        if rev {
+            ks.reverse();
+        }
+        let members: Vec<String> = ks.iter().map(|k| format!("\"{k}\":1")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let rows: Vec<String> = (0..8)
+        .map(|i| format!("{{\"id\":{i},\"g\":{}}}", group(i % 2 == 1)))
+        .collect();
+    let text = format!("[{}]", rows.join(","));
+    let s = ToonSettings {
+        min_bytes: 0,
+        ..ToonSettings::default()
+    };
+    let generic = encode_generic(&text, literal_len(&text), &s);
+    assert!(generic.is_err());
+    assert_eq!(super::super::encode(&text, literal_len(&text), &s), generic);
+}
+
+#[test]
+fn rows_with_different_key_lists_are_classified_by_presence_alike() {
+    use serde_json::json;
+    // Row 19 of 20 lacks `tag` (95 %); row 3 has a group whose keys differ.
+    let mut rows: Vec<Value> = (0..20)
+        .map(|i| json!({"id": i, "name": format!("user-{i}"), "tag": "t", "g": {"a": 1, "b": 2}}))
+        .collect();
+    rows[19] = json!({"id": 19, "name": "user-19", "g": {"a": 1, "b": 2}});
+    let sparse = Value::Array(rows.clone()).to_string();
+    rows[3]["g"] = json!({"a": 1, "c": 2});
+    let uneven_group = Value::Array(rows.clone()).to_string();
+    rows[3]["g"] = json!(7);
+    let mixed_column = Value::Array(rows).to_string();
+    for text in [sparse, uneven_group, mixed_column] {
+        for pct in [1, 90, 95, 96, 100] {
+            let s = ToonSettings {
+                min_bytes: 0,
+                key_presence_pct: pct,
+                ..ToonSettings::default()
+            };
+            let generic = encode_generic(&text, literal_len(&text), &s);
+            match encode(&text, literal_len(&text), &s) {
+                Fast::Done(result) => assert_eq!(result, generic, "{pct} {text}"),
+                Fast::Unwritten => assert!(
+                    !matches!(generic, Err(Reason::NotTabular | Reason::KeyOrder)),
+                    "{pct}: {generic:?}"
+                ),
+                Fast::Fallback => panic!("the fast parser reads this: {text}"),
+            }
+        }
+    }
 }

@@ -8,6 +8,7 @@
 //! and the verifying decoder read it.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::json::Decimal;
 
@@ -104,20 +105,40 @@ pub(super) fn short_eq(a: &str, b: &str) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The member named `key`, looked for first at `hint` (rows of one table
-/// usually list their keys in one order) and then by a scan.
-pub(super) fn get<'m, 'a>(
+/// Finds the members of one object by name, usually in the order of
+/// another object's keys: at the position asked first (the rows of a table
+/// usually list their keys in one order), else through a map of the
+/// object's keys, built at the first miss. A scan per miss would cost
+/// `keys²` for every object whose order differs (issue 13).
+pub(super) struct Lookup<'m, 'a> {
     members: &'m [Member<'a>],
-    key: &str,
-    hint: usize,
-) -> Option<&'m Node<'a>> {
-    if let Some(m) = members.get(hint).filter(|m| key_eq(&m.key, key)) {
-        return Some(&m.value);
+    by_key: Option<HashMap<&'m str, &'m Node<'a>>>,
+}
+
+impl<'m, 'a> Lookup<'m, 'a> {
+    pub(super) fn new(members: &'m [Member<'a>]) -> Self {
+        Self {
+            members,
+            by_key: None,
+        }
     }
-    members
-        .iter()
-        .find(|m| key_eq(&m.key, key))
-        .map(|m| &m.value)
+
+    /// The member named `key`, looked for first at `hint`. With duplicate
+    /// keys (which the parser refuses) the first one.
+    pub(super) fn get(&mut self, key: &str, hint: usize) -> Option<&'m Node<'a>> {
+        if let Some(m) = self.members.get(hint).filter(|m| key_eq(&m.key, key)) {
+            return Some(&m.value);
+        }
+        let members = self.members;
+        let by_key = self.by_key.get_or_insert_with(|| {
+            let mut map = HashMap::with_capacity(members.len());
+            for m in members {
+                map.entry(m.key.as_ref()).or_insert(&m.value);
+            }
+            map
+        });
+        by_key.get(key).copied()
+    }
 }
 
 /// Exact decimal equality of two number literals; identical spellings need

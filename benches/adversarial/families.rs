@@ -1,0 +1,649 @@
+//! The adversarial inputs: for each parser and transform of the plugin, the
+//! shapes that make a naive implementation superlinear (the ones measured in
+//! issue 13, the known html5ever cases, and more of the same kind). Each
+//! family writes one exchange whose payload is about `n` bytes.
+
+use serde_json::json;
+
+/// One exchange as the scripted host plays it.
+pub struct Case {
+    pub request: Vec<u8>,
+    pub content_type: &'static str,
+    pub response: Vec<u8>,
+}
+
+/// A family: a name, what it attacks, and its generator.
+pub struct Family {
+    pub name: &'static str,
+    pub target: &'static str,
+    pub make: fn(usize) -> Case,
+}
+
+const CALL: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fetch","arguments":{}}}"#;
+
+/// A `tools/call` result with one text item.
+fn text_result(text: &str) -> Case {
+    Case {
+        request: CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+/// `unit` repeated to about `n` bytes.
+fn repeat(unit: &str, n: usize) -> String {
+    unit.repeat((n / unit.len()).max(1))
+}
+
+/// `head`, then `unit` repeated to about `n` bytes in all.
+fn led(head: &str, unit: &str, n: usize) -> String {
+    let mut s = String::from(head);
+    s.push_str(&repeat(unit, n.saturating_sub(head.len())));
+    s
+}
+
+/// Deterministic bytes (xorshift), so every run sees the same input.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn base64(&mut self, n: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        (0..n)
+            .map(|_| char::from(ALPHABET[(self.next() % 64) as usize]))
+            .collect()
+    }
+}
+
+/// Random base64 of about `n` characters, wrapped at `width` columns.
+fn wrapped_base64(n: usize, width: usize) -> String {
+    let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
+    let mut s = String::with_capacity(n + n / width + 1);
+    while s.len() < n {
+        s.push_str(&noise.base64(width));
+        s.push('\n');
+    }
+    s
+}
+
+fn b64_lines(n: usize) -> Case {
+    text_result(&repeat("AAAAAAAAAAAAAAAA\n", n))
+}
+
+fn b64_mime(n: usize) -> Case {
+    text_result(&wrapped_base64(n, 76))
+}
+
+fn b64_wrapped_80(n: usize) -> Case {
+    text_result(&wrapped_base64(n, 80))
+}
+
+fn b64_one_run(n: usize) -> Case {
+    text_result(&Noise(7).base64(n))
+}
+
+fn b64_short_runs(n: usize) -> Case {
+    // Runs just over the wrap width, each looked at on its own, each
+    // looking back for a URL through a word that never ends.
+    text_result(&led("see://", "Ab3dEf5hIj7lMn9pQr,", n))
+}
+
+fn b64_url_word(n: usize) -> Case {
+    // Runs long enough to strip, inside one word that never ends: each
+    // looks back up to 2 KiB for the `://` of a URL.
+    let mut noise = Noise(5);
+    let mut s = String::from("see https://x.test/");
+    while s.len() < n {
+        s.push_str(&noise.base64(260));
+        s.push(',');
+    }
+    text_result(&s)
+}
+
+fn b64_dotted(n: usize) -> Case {
+    text_result(&repeat("Ab3dEf5hIj7lMn9pQrSt.", n))
+}
+
+fn data_uri_no_comma(n: usize) -> Case {
+    text_result(&repeat("data:image/png;base64;base64;base64;base64;", n))
+}
+
+fn data_uri_many(n: usize) -> Case {
+    let mut noise = Noise(11);
+    let mut s = String::new();
+    while s.len() < n {
+        s.push_str(" data:image/png;base64,");
+        s.push_str(&noise.base64(300));
+    }
+    text_result(&s)
+}
+
+fn html_rt(n: usize) -> Case {
+    text_result(&led("<html><body><p>a</p>", "<rt>x", n))
+}
+
+fn html_div_title(n: usize) -> Case {
+    text_result(&led("<html><body>", "<div title=\"<\">", n))
+}
+
+fn html_deep_div(n: usize) -> Case {
+    let half = repeat("<div>", n / 2);
+    let close = repeat("</div>", n / 2);
+    text_result(&format!("{half}x{close}"))
+}
+
+fn html_ul_li(n: usize) -> Case {
+    text_result(&led("<html><body>", "<ul><li>", n))
+}
+
+fn html_formatting(n: usize) -> Case {
+    text_result(&led("<html><body>", "<b>", n))
+}
+
+fn html_formatting_distinct(n: usize) -> Case {
+    // Formatting elements that differ by an attribute: Noah's Ark keeps
+    // them all and compares each new one with every entry.
+    let mut s = String::from("<html><body>");
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!("<b class=c{i}>"));
+        i += 1;
+    }
+    text_result(&s)
+}
+
+fn html_adoption(n: usize) -> Case {
+    // Misnested formatting: every `</b>` runs the adoption agency over the
+    // blocks opened since its `<b>`.
+    text_result(&led(
+        "<html><body>",
+        "<b><i><u><s><div><p>x</b></i></u></s>y",
+        n,
+    ))
+}
+
+fn html_misnested_a(n: usize) -> Case {
+    text_result(&led("<html><body>", "<a href=x><div><a href=y>z", n))
+}
+
+fn html_unknown_end_tags(n: usize) -> Case {
+    // `</x>` closes nothing; a depth estimate that counts it as a close
+    // sees none of the nesting the parser builds.
+    text_result(&led("<html><body>", "<div></x>", n))
+}
+
+fn html_span_end_walk(n: usize) -> Case {
+    // A deep run of phrasing elements, then end tags that walk the whole
+    // stack looking for an element that is not there.
+    let spans = repeat("<span>", (n / 2).min(200_000));
+    let mut s = format!("<html><body>{spans}");
+    s.push_str(&repeat("</em>", n.saturating_sub(s.len())));
+    text_result(&s)
+}
+
+fn html_many_attributes(n: usize) -> Case {
+    let mut s = String::from("<html><body><div");
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!(" a{i}"));
+        i += 1;
+    }
+    s.push_str(">x</div>");
+    text_result(&s)
+}
+
+fn html_attributes_per_tag(n: usize) -> Case {
+    // Many tags of many distinct attributes each.
+    let tag: String = (0..200).map(|i| format!(" a{i}=v")).collect();
+    text_result(&led("<html><body>", &format!("<p{tag}>x</p>"), n))
+}
+
+fn html_quoted_gt(n: usize) -> Case {
+    // Quoted `>` and `<` inside one long tag.
+    let mut s = String::from("<html><body><div");
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!(" a{i}=\"<>\""));
+        i += 1;
+    }
+    s.push_str(">x</div>");
+    text_result(&s)
+}
+
+fn html_html_attrs(n: usize) -> Case {
+    // Every `<html>` start tag merges its attributes into the root.
+    let mut s = String::from("<html><body>x");
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!("<html a{i}>"));
+        i += 1;
+    }
+    text_result(&s)
+}
+
+fn html_table_colspan(n: usize) -> Case {
+    text_result(&led(
+        "<table><tr><th>h</th></tr>",
+        "<tr><td colspan=1000>cell text</td></tr>",
+        n,
+    ))
+}
+
+fn html_table_ragged(n: usize) -> Case {
+    // One wide row, then many narrow ones: a grid of rows × widest row.
+    let wide = repeat("<td>x</td>", n / 2);
+    let mut s = format!("<table><tr>{wide}</tr>");
+    s.push_str(&repeat("<tr><td>y</td></tr>", n.saturating_sub(s.len())));
+    text_result(&s)
+}
+
+fn html_nested_list_lines(n: usize) -> Case {
+    let open = repeat("<ul><li>", 8 * 100);
+    text_result(&led(&format!("<html><body>{open}"), "x<br>", n))
+}
+
+fn html_comments(n: usize) -> Case {
+    text_result(&led("<html><body>", "<!-- a b c d e f g -->x", n))
+}
+
+fn html_script(n: usize) -> Case {
+    text_result(&led(
+        "<html><body><script>",
+        "if (a<b && c>d) { e = '<div x y z>'; }\n",
+        n,
+    ))
+}
+
+fn html_page(n: usize) -> Case {
+    // An ordinary page, for scale: what the plugin does to real HTML.
+    text_result(&led(
+        "<!doctype html><html><head><title>Doc</title></head><body>",
+        "<div class=\"section\"><h2 id=\"s\">Section</h2><p>Some <b>bold</b> and <a href=\"https://example.com/x\">a link</a> in a paragraph.</p><ul><li>one</li><li>two</li></ul></div>\n",
+        n,
+    ))
+}
+
+fn ws_one_run(n: usize) -> Case {
+    text_result(&format!("a{}b", " ".repeat(n)))
+}
+
+fn ws_mixed(n: usize) -> Case {
+    text_result(&repeat("a \t \n\n\n  \t", n))
+}
+
+fn ws_fences(n: usize) -> Case {
+    text_result(&repeat("```\nx   y\n", n))
+}
+
+fn ws_long_line(n: usize) -> Case {
+    text_result(&repeat("word ", n))
+}
+
+fn json_deep(n: usize) -> Case {
+    let half = n / 2;
+    text_result(&format!("{}{}", "[".repeat(half), "]".repeat(half)))
+}
+
+fn json_long_key_deep(n: usize) -> Case {
+    // A member key with an escape (decoded into its own string), then
+    // arrays nested below it that inherit it.
+    let key = format!("k\\n{}", "x".repeat(n / 2));
+    let depth = 100;
+    let inner = repeat("\"s\",", n / 2);
+    let inner = inner.trim_end_matches(',');
+    text_result(&format!(
+        "{{\"{key}\": {}{inner}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    ))
+}
+
+fn json_long_key_strings(n: usize) -> Case {
+    // Every string of a long array asks whether its (long) key names a
+    // handle.
+    let key = "k".repeat(n / 2);
+    let inner = repeat("\"s\",", n / 2);
+    let inner = inner.trim_end_matches(',');
+    text_result(&format!("{{\"{key}\": [{inner}]}}"))
+}
+
+fn json_nulls(n: usize) -> Case {
+    let inner = repeat("\"a\": null, ", n);
+    text_result(&format!("{{{} \"z\": 1}}", inner))
+}
+
+fn json_tiny_strings(n: usize) -> Case {
+    let inner = repeat("\"a  b\",", n);
+    text_result(&format!("[{}\"z\"]", inner))
+}
+
+fn json_escapes(n: usize) -> Case {
+    let inner = repeat("\\u00e9\\n\\\"", n);
+    text_result(&format!("[\"{inner}\"]"))
+}
+
+fn toon_tiny_rows(n: usize) -> Case {
+    let inner = repeat("{\"a\":1},", n);
+    text_result(&format!("[{}{{\"a\":2}}]", inner))
+}
+
+fn toon_wide_rows(n: usize) -> Case {
+    // Few rows of very many keys each.
+    let keys: String = (0..n / 40)
+        .map(|i| format!("\"k{i}\":{i},"))
+        .collect::<String>();
+    let row = format!("{{{}\"z\":0}}", keys);
+    text_result(&format!("[{row},{row},{row},{row}]"))
+}
+
+fn toon_reordered_keys(n: usize) -> Case {
+    // Rows whose one field group lists a big key set in opposite orders:
+    // every key looked up by name in every other row's group.
+    let k = n / 4 / 12;
+    let fwd: Vec<String> = (0..k).map(|i| format!("\"key{i}\":{}", i % 10)).collect();
+    let rev: Vec<String> = fwd.iter().rev().cloned().collect();
+    let (fwd, rev) = (fwd.join(","), rev.join(","));
+    text_result(&format!(
+        "[{{\"id\":1,\"g\":{{{fwd}}}}},{{\"id\":2,\"g\":{{{rev}}}}},{{\"id\":3,\"g\":{{{fwd}}}}},{{\"id\":4,\"g\":{{{rev}}}}}]"
+    ))
+}
+
+fn toon_near_keys(n: usize) -> Case {
+    // Keys that share a long prefix and differ in the last byte.
+    let prefix = "p".repeat(200);
+    let row = format!("{{\"{prefix}a\":1,\"{prefix}b\":2,\"{prefix}c\":3,\"{prefix}d\":4}},");
+    let inner = repeat(&row, n);
+    text_result(&format!(
+        "[{}{{\"{prefix}a\":1,\"{prefix}b\":2,\"{prefix}c\":3,\"{prefix}d\":4}}]",
+        inner
+    ))
+}
+
+fn toon_group_rows(n: usize) -> Case {
+    // Field groups whose keys appear in a different order in every row.
+    let rows = [
+        "{\"id\":1,\"g\":{\"a\":1,\"b\":2,\"c\":3,\"d\":4}},",
+        "{\"id\":2,\"g\":{\"d\":4,\"c\":3,\"b\":2,\"a\":1}},",
+    ]
+    .concat();
+    let inner = repeat(&rows, n);
+    text_result(&format!(
+        "[{}{{\"id\":0,\"g\":{{\"a\":1,\"b\":2,\"c\":3,\"d\":4}}}}]",
+        inner
+    ))
+}
+
+fn toon_sparse_rows(n: usize) -> Case {
+    // Every tenth row lacks a key: the fast path leaves the table to the
+    // generic one (toon-format, 1-2 µs per byte).
+    let mut s = String::from("[");
+    let mut i = 0;
+    while s.len() < n {
+        if i % 10 == 9 {
+            s.push_str(&format!("{{\"id\":{i},\"name\":\"user-{i}\"}},"));
+        } else {
+            s.push_str(&format!(
+                "{{\"id\":{i},\"name\":\"user-{i}\",\"tag\":\"t\"}},"
+            ));
+        }
+        i += 1;
+    }
+    s.push_str("{\"id\":0,\"name\":\"x\",\"tag\":\"t\"}]");
+    text_result(&s)
+}
+
+fn toon_sparse_items(n: usize) -> Case {
+    // The same, as many content items of 8 KiB each: one budget per
+    // response, not per item.
+    let response: serde_json::Value =
+        serde_json::from_slice(&toon_sparse_rows(8 << 10).response).unwrap_or_default();
+    let block = response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let items: Vec<_> = (0..(n / block.len()).max(1))
+        .map(|_| json!({"type": "text", "text": block}))
+        .collect();
+    Case {
+        request: CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn toon_long_numbers(n: usize) -> Case {
+    let row = format!("{{\"a\":1.{}5}},", "0".repeat(200));
+    let inner = repeat(&row, n);
+    text_result(&format!("[{}{{\"a\":2}}]", inner))
+}
+
+fn toon_huge_number(n: usize) -> Case {
+    // One cell of a table is a number of `n` digits (exponent and all).
+    let digits = "7".repeat(n);
+    let rows = "{\"a\":1},".repeat(5);
+    text_result(&format!("[{rows}{{\"a\":1.{digits}e-5}}]"))
+}
+
+fn toon_long_strings(n: usize) -> Case {
+    let cell = "x, y: \\\"z\\\" ".repeat(50);
+    let row = format!("{{\"a\":\"{cell}\",\"b\":1}},");
+    let inner = repeat(&row, n);
+    text_result(&format!("[{}{{\"a\":\"q\",\"b\":2}}]", inner))
+}
+
+fn toon_table(n: usize) -> Case {
+    // An ordinary table, for scale.
+    let mut s = String::from("[");
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!(
+            "{{\"id\":{i},\"name\":\"user-{i}\",\"email\":\"user{i}@example.com\",\"active\":{},\"score\":{}.5}},",
+            i % 2 == 0,
+            i % 100
+        ));
+        i += 1;
+    }
+    s.push_str("{\"id\":0,\"name\":\"x\",\"email\":\"y\",\"active\":true,\"score\":1.5}]");
+    text_result(&s)
+}
+
+/// An SSE response: `body` as sent.
+fn sse(body: String) -> Case {
+    Case {
+        request: CALL.to_vec(),
+        content_type: "text/event-stream",
+        response: body.into_bytes(),
+    }
+}
+
+fn sse_data_without_end(n: usize) -> Case {
+    sse(format!("data: {}", "x".repeat(n)))
+}
+
+fn sse_unclosed_quote(n: usize) -> Case {
+    sse(format!(
+        "data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{}\n\n",
+        "x".repeat(n)
+    ))
+}
+
+fn sse_many_data_lines(n: usize) -> Case {
+    // One event of many `data:` lines, each a piece of the message.
+    let text = "y".repeat(n / 2);
+    let message =
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}})
+            .to_string();
+    let mut body = String::new();
+    for chunk in message.as_bytes().chunks(3) {
+        body.push_str("data:");
+        body.push_str(std::str::from_utf8(chunk).unwrap_or("?"));
+        body.push('\n');
+    }
+    body.push('\n');
+    sse(body)
+}
+
+fn sse_tiny_events(n: usize) -> Case {
+    let mut body = repeat(
+        "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n",
+        n,
+    );
+    body.push_str("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n");
+    sse(body)
+}
+
+fn sse_comments_cr(n: usize) -> Case {
+    sse(repeat(":\r", n))
+}
+
+fn sse_fields(n: usize) -> Case {
+    sse(format!(
+        "{}data: {{}}\n\n",
+        repeat("event: e\nid: 1\nretry: 5\n", n)
+    ))
+}
+
+fn request_batch(n: usize) -> Case {
+    // A batch of many calls and a batch of their results, in reverse order:
+    // every result looks up its call.
+    let calls = n / 110;
+    let request: Vec<_> = (0..calls)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t", "arguments": {}}}))
+        .collect();
+    let response: Vec<_> = (0..calls)
+        .rev()
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "x"}]}}))
+        .collect();
+    Case {
+        request: serde_json::to_vec(&request).unwrap_or_default(),
+        content_type: "application/json",
+        response: serde_json::to_vec(&response).unwrap_or_default(),
+    }
+}
+
+fn request_many_arguments(n: usize) -> Case {
+    // A call whose arguments hold many members (the intent is looked for
+    // and stripped among them).
+    let mut args = serde_json::Map::new();
+    let mut i = 0;
+    while args.len() * 16 < n {
+        args.insert(format!("arg{i}"), json!(i));
+        i += 1;
+    }
+    args.insert("expected_info".into(), json!("the ids"));
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": args, "_meta": {"k": 1}}});
+    Case {
+        request: serde_json::to_vec(&request).unwrap_or_default(),
+        content_type: "application/json",
+        response: br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}"#
+            .to_vec(),
+    }
+}
+
+fn request_deep_arguments(n: usize) -> Case {
+    let depth = n / 2;
+    let request = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"t\",\"arguments\":{{\"a\":{}{}}}}}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    Case {
+        request: request.into_bytes(),
+        content_type: "application/json",
+        response: br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}"#
+            .to_vec(),
+    }
+}
+
+fn result_many_items(n: usize) -> Case {
+    let items: Vec<_> = (0..n / 40)
+        .map(|i| json!({"type": "text", "text": format!("item {i}")}))
+        .collect();
+    Case {
+        request: CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+macro_rules! families {
+    ($($name:ident: $target:literal,)*) => {
+        pub const ALL: &[Family] = &[$(Family { name: stringify!($name), target: $target, make: $name },)*];
+    };
+}
+
+families! {
+    b64_lines: "base64: 16-column lines of one letter (issue 13)",
+    b64_mime: "base64: random, wrapped at 76 columns (MIME)",
+    b64_wrapped_80: "base64: random, wrapped at 80 columns (issue 13)",
+    b64_one_run: "base64: one run without separators",
+    b64_short_runs: "base64: short runs in one long URL-like word",
+    b64_url_word: "base64: strippable runs in one long URL word",
+    b64_dotted: "base64: dotted runs (JWT-like)",
+    data_uri_no_comma: "base64: data: URIs without a payload",
+    data_uri_many: "base64: many data: URIs",
+    html_rt: "HTML: <rt> nesting (issue 13)",
+    html_div_title: "HTML: <div title=\"<\"> nesting (issue 13)",
+    html_deep_div: "HTML: nested <div>s",
+    html_ul_li: "HTML: nested <ul><li> (html5ever #788)",
+    html_formatting: "HTML: nested <b> (formatting elements)",
+    html_formatting_distinct: "HTML: <b>s that differ (Noah's Ark)",
+    html_adoption: "HTML: misnested formatting (adoption agency)",
+    html_misnested_a: "HTML: misnested <a>",
+    html_unknown_end_tags: "HTML: <div></x> (end tags that close nothing)",
+    html_span_end_walk: "HTML: deep <span>s, then stray end tags",
+    html_many_attributes: "HTML: one tag, many attributes",
+    html_attributes_per_tag: "HTML: tags of 200 attributes each",
+    html_quoted_gt: "HTML: attributes quoting < and >",
+    html_html_attrs: "HTML: <html aN> merging attributes",
+    html_table_colspan: "HTML: table cells spanning 1000 columns",
+    html_table_ragged: "HTML: one wide row, many narrow ones",
+    html_nested_list_lines: "HTML: line breaks deep in nested lists",
+    html_comments: "HTML: many comments",
+    html_script: "HTML: script with < and quotes",
+    html_page: "HTML: an ordinary page (scale)",
+    ws_one_run: "whitespace: one run of spaces",
+    ws_mixed: "whitespace: blank lines and mixed runs",
+    ws_fences: "whitespace: fence lines",
+    ws_long_line: "whitespace: one long line of words",
+    json_deep: "JSON: deep arrays",
+    json_long_key_deep: "JSON: long escaped key over nested arrays",
+    json_long_key_strings: "JSON: long key over many strings",
+    json_nulls: "JSON: many null members",
+    json_tiny_strings: "JSON: many tiny strings",
+    json_escapes: "JSON: one string of escapes",
+    toon_tiny_rows: "TOON: very many tiny rows",
+    toon_wide_rows: "TOON: rows of very many keys",
+    toon_reordered_keys: "TOON: a field group's keys in opposite orders",
+    toon_near_keys: "TOON: keys that almost collide",
+    toon_group_rows: "TOON: field groups in changing key order",
+    toon_sparse_rows: "TOON: rows lacking a key (generic path)",
+    toon_sparse_items: "TOON: many items of such rows (generic path)",
+    toon_long_numbers: "TOON: long decimal numbers",
+    toon_huge_number: "TOON: one number of a million digits",
+    toon_long_strings: "TOON: long quoted cells",
+    toon_table: "TOON: an ordinary table (scale)",
+    sse_data_without_end: "SSE: one data: line that never ends",
+    sse_unclosed_quote: "SSE: an event whose JSON never closes",
+    sse_many_data_lines: "SSE: one event of many data: lines",
+    sse_tiny_events: "SSE: very many tiny events",
+    sse_comments_cr: "SSE: comment lines ended by CR",
+    sse_fields: "SSE: many non-data fields",
+    request_batch: "request: a batch of many calls",
+    request_many_arguments: "request: arguments of many members",
+    request_deep_arguments: "request: deeply nested arguments",
+    result_many_items: "response: many content items",
+}

@@ -1,0 +1,329 @@
+//! Adversarial benchmark (issue 13, "linear time"): every parser and
+//! transform of the plugin fed the input shapes that make naive parsers
+//! superlinear, each at four sizes up to 1 MiB, through the whole exchange
+//! the way the proxy-wasm adapter drives it (the scripted host of
+//! `src/sim.rs`: request, response headers, body in 16 KiB chunks).
+//!
+//! The plugin runs with every clean transform opted in (HTML → Markdown,
+//! base64, whitespace, nulls) and `max_body_bytes`/`max_event_bytes` raised
+//! to 4 MiB so that 1 MiB payloads (larger once JSON-escaped) are examined
+//! rather than passed as too large; `-- --default` runs the default
+//! configuration instead.
+//!
+//! For each family it prints the time per exchange at 128 KiB, 256 KiB,
+//! 512 KiB and 1 MiB and the largest ratio between two doublings, and exits
+//! non-zero when a doubling costs more than 2.6 times (linear is 2; 2.6
+//! allows 1.3× for caches and noise). Each time is the median of several
+//! runs by the thread's CPU time (Linux schedstat; wall clock elsewhere); a
+//! doubling over the limit is measured again, interleaved, and fails only
+//! if it is over the limit every time, so a burst of load elsewhere on a
+//! small shared machine does not fail the run; and only if the next
+//! doubling (up to 2 MiB) is over it too, since a cache or allocator
+//! threshold crossed once shows at one doubling, superlinear growth at
+//! every one. A run that takes longer than the cap (3 s) stops its family:
+//! that growth is not linear.
+//!
+//! Run: `cargo bench --features sim --bench adversarial` (part of `make
+//! bench`). Arguments after `--`: words that select families by name
+//! (`html`, `b64_lines`), `--quick` (fewer runs), `--default`, `--cap SECS`,
+//! `--runs N`, `--list` (the families and what each attacks).
+
+// Benchmark code: a failed setup should stop the run loudly.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+mod families;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mcp_toon::outcome::Outcome;
+use mcp_toon::sim;
+use mcp_toon::stage::trim::{LlmReply, LlmRequest};
+use mcp_toon::Settings;
+
+use families::{Case, Family};
+
+const SIZES: [usize; 4] = [128 << 10, 256 << 10, 512 << 10, 1 << 20];
+
+/// Largest accepted t(2n) / t(n).
+const MAX_RATIO: f64 = 2.6;
+
+/// Every clean transform on; bodies up to 4 MiB examined.
+const TRANSFORMS_ON: &str = r#"{
+  "clean": {"html_to_markdown": true, "strip_base64": true, "collapse_whitespace": true,
+            "remove_nulls": true, "compact_json": true},
+  "trim": {"enabled": false},
+  "max_body_bytes": 4194304,
+  "max_event_bytes": 4194304
+}"#;
+
+const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_event_bytes": 4194304}"#;
+
+/// Envoy hands the body over in chunks of about this size.
+const CHUNK: usize = 16 << 10;
+
+struct Options {
+    filters: Vec<String>,
+    runs: usize,
+    cap: f64,
+    config: &'static str,
+}
+
+impl Options {
+    fn parse() -> Self {
+        let mut o = Options {
+            filters: Vec::new(),
+            runs: 7,
+            cap: 3.0,
+            config: TRANSFORMS_ON,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--bench" => {}
+                "--list" => {
+                    for f in families::ALL {
+                        println!("{:<26} {}", f.name, f.target);
+                    }
+                    std::process::exit(0);
+                }
+                "--quick" => o.runs = 3,
+                "--default" => o.config = DEFAULTS,
+                "--cap" => o.cap = args.next().and_then(|v| v.parse().ok()).unwrap(),
+                "--runs" => o.runs = args.next().and_then(|v| v.parse().ok()).unwrap(),
+                other => o.filters.push(other.to_string()),
+            }
+        }
+        o
+    }
+
+    fn selects(&self, f: &Family) -> bool {
+        self.filters.is_empty() || self.filters.iter().any(|w| f.name.contains(w.as_str()))
+    }
+}
+
+/// Nanoseconds this thread has spent on a CPU (Linux schedstat); `None`
+/// elsewhere.
+fn cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+fn no_callout(_: &LlmRequest) -> LlmReply {
+    LlmReply::NotSent
+}
+
+/// One exchange; returns its summary (what happened to the first block).
+fn exchange(settings: &Arc<Settings>, case: &Case) -> String {
+    let out = sim::run(
+        Arc::clone(settings),
+        &case.request,
+        &[CHUNK],
+        case.content_type,
+        &case.response,
+        &[CHUNK],
+        &mut no_callout,
+    );
+    let mut seen: Vec<String> = Vec::new();
+    for d in &out.report.decisions {
+        let what = match (d.outcome, d.transform) {
+            (Outcome::Passthrough(r), _) => format!("{}:{}", d.stage.as_str(), r.as_str()),
+            (o, Some(t)) => format!("{}:{}", o.as_str(), t),
+            (o, None) => o.as_str().to_string(),
+        };
+        if !seen.contains(&what) {
+            seen.push(what);
+        }
+    }
+    seen.join(" ")
+}
+
+/// Seconds of one exchange (runs repeated to at least 100 ms when short: the
+/// thread CPU clock may tick as coarsely as 4 ms).
+fn time_once(settings: &Arc<Settings>, case: &Case) -> f64 {
+    let start = Instant::now();
+    let cpu_start = cpu_ns();
+    let mut iters = 0u32;
+    while iters == 0 || start.elapsed().as_secs_f64() < 0.1 {
+        std::hint::black_box(exchange(settings, case));
+        iters += 1;
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let secs = match (cpu_start, cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => wall,
+    };
+    secs / f64::from(iters)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Medians of `runs` runs of each case, interleaved so that load elsewhere
+/// hits them alike. `None` for a case (and those after it) once a run
+/// passes the cap.
+fn measure(settings: &Arc<Settings>, cases: &[Case], runs: usize, cap: f64) -> Vec<Option<f64>> {
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut live = cases.len();
+    for _ in 0..runs {
+        for (i, case) in cases.iter().enumerate().take(live) {
+            let t = time_once(settings, case);
+            samples[i].push(t);
+            if t > cap {
+                live = i;
+                break;
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if i >= live && s.iter().any(|&t| t > cap) || s.is_empty() {
+                None
+            } else {
+                Some(median(s))
+            }
+        })
+        .collect()
+}
+
+fn show(t: Option<f64>) -> String {
+    match t {
+        Some(s) if s >= 1.0 => format!("{s:.2} s"),
+        Some(s) if s >= 1e-3 => format!("{:.2} ms", s * 1e3),
+        Some(s) => format!("{:.0} µs", s * 1e6),
+        None => "> cap".to_string(),
+    }
+}
+
+fn ratios(times: &[Option<f64>]) -> Vec<Option<f64>> {
+    times
+        .windows(2)
+        .map(|w| match (w[0], w[1]) {
+            (Some(a), Some(b)) if a > 0.0 => Some(b / a),
+            _ => None,
+        })
+        .collect()
+}
+
+fn main() {
+    let opts = Options::parse();
+    let settings = Arc::new(Settings::from_json(opts.config).unwrap());
+    let mode = if opts.config == DEFAULTS {
+        "default configuration"
+    } else {
+        "clean transforms on"
+    };
+    println!(
+        "adversarial: {mode}; median of {} runs per size; fail above {MAX_RATIO}x per doubling",
+        opts.runs
+    );
+    println!(
+        "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6}  outcome at 1 MiB",
+        "family", "128 KiB", "256 KiB", "512 KiB", "1 MiB", "ratio"
+    );
+    let mut failed = Vec::new();
+    for family in families::ALL.iter().filter(|f| opts.selects(f)) {
+        let cases: Vec<Case> = SIZES.iter().map(|&n| (family.make)(n)).collect();
+        let mut times = measure(&settings, &cases, opts.runs, opts.cap);
+        // A doubling over the limit is measured again, twice, on its own
+        // pair; it fails only if it is over the limit every time.
+        for k in 0..SIZES.len() - 1 {
+            for _ in 0..2 {
+                let r = ratios(&times)[k];
+                if r.is_some_and(|r| r <= MAX_RATIO) || times[k].is_none() {
+                    break;
+                }
+                let again = measure(&settings, &cases[k..k + 2], opts.runs + 2, opts.cap);
+                let new_ratio = match (again[0], again[1]) {
+                    (Some(a), Some(b)) if a > 0.0 => Some(b / a),
+                    _ => None,
+                };
+                if new_ratio.is_some_and(|n| r.is_none_or(|r| n < r)) {
+                    times[k] = again[0];
+                    times[k + 1] = again[1];
+                }
+            }
+        }
+        // What happened, at the largest size that ran within the cap.
+        let outcome = match times.iter().rposition(Option::is_some) {
+            Some(k) => {
+                let what = exchange(&settings, &cases[k]);
+                if k + 1 == SIZES.len() {
+                    what
+                } else {
+                    format!("(at {} KiB) {what}", SIZES[k] >> 10)
+                }
+            }
+            None => String::new(),
+        };
+        let rs = ratios(&times);
+        let worst = rs.iter().flatten().copied().fold(0.0f64, f64::max);
+        // A doubling still over the limit is confirmed by the next one
+        // (past 1 MiB for the last): superlinear growth shows at every
+        // doubling, a cache or allocator threshold crossed once does not.
+        let mut steps = Vec::new();
+        let mut ok = true;
+        for (k, r) in rs.iter().enumerate() {
+            if r.is_some_and(|r| r <= MAX_RATIO) {
+                continue;
+            }
+            let confirmed = r.is_none() || {
+                let next = if k + 2 < SIZES.len() {
+                    measure(&settings, &cases[k + 1..k + 3], opts.runs, opts.cap)
+                } else {
+                    let beyond = [(family.make)(SIZES[k + 1]), (family.make)(2 * SIZES[k + 1])];
+                    measure(&settings, &beyond, opts.runs, opts.cap)
+                };
+                match (next[0], next[1]) {
+                    (Some(a), Some(b)) if a > 0.0 && b / a <= MAX_RATIO => {
+                        steps.push(format!(
+                            "{}->{} KiB {:.2}x once, then {:.2}x",
+                            SIZES[k] >> 10,
+                            SIZES[k + 1] >> 10,
+                            r.unwrap_or_default(),
+                            b / a
+                        ));
+                        false
+                    }
+                    _ => true,
+                }
+            };
+            ok &= !confirmed;
+        }
+        println!(
+            "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6}  {}{}",
+            family.name,
+            show(times[0]),
+            show(times[1]),
+            show(times[2]),
+            show(times[3]),
+            if times.iter().all(Option::is_some) {
+                format!("{worst:.2}")
+            } else {
+                "-".to_string()
+            },
+            outcome,
+            if ok { "" } else { "   <-- NOT LINEAR" }
+        );
+        for step in steps {
+            println!("{:<26} a step, not a trend: {step}", "");
+        }
+        if !ok {
+            failed.push(family.name);
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "adversarial: {} famil{} grew faster than linear: {}",
+            failed.len(),
+            if failed.len() == 1 { "y" } else { "ies" },
+            failed.join(", ")
+        );
+        std::process::exit(1);
+    }
+    println!("adversarial: every family grew linearly");
+}

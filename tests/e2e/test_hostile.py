@@ -1,0 +1,383 @@
+"""Hostile tool results through the real Envoy (issue 13, "linear time").
+
+A raw upstream (raw_server.py) answers with about 1 MB of each input shape
+that made a stage superlinear — wrapped base64 and 16-column lines of one
+letter, `<rt>` and `<div title="<">` nesting, attribute floods, a table
+spanning four billion columns, tables only the generic TOON path decides, a
+batch of thousands of calls, SSE events that never end — with
+`max_body_bytes` raised to 4 MiB so that the plugin examines them.
+
+One Envoy (one worker: `--concurrency 1`) has three listeners on the same
+upstream: `bare` (no plugin: the baseline), `default` (the plugin at its
+default configuration) and `transforms` (every clean transform opted in).
+Each case asserts what arrives (byte-identical, or transformed where the
+transform is linear) and the counted reason, then times the same bytes
+through the plugin and without it and asserts the plugin stays within
+twice Envoy's own time, plus the plugin's time for an ordinary input of the
+same size and kind (a linear stage's cost: the same bytes of a page, a
+blob, a table). Last, while one such response is in flight, a second
+client's small request on the same worker must be answered as fast as the
+rule allows. Times are printed, not compared with absolute figures.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import pytest
+
+import harness
+from harness import Listener
+
+MB = 1 << 20
+BIG = 4 * MB
+RUNS = 5
+
+CONFIGS = {
+    "default": {"max_body_bytes": BIG, "max_event_bytes": BIG},
+    "transforms": {
+        "max_body_bytes": BIG,
+        "max_event_bytes": BIG,
+        "clean": {"html_to_markdown": True, "strip_base64": True, "collapse_whitespace": True, "remove_nulls": True},
+    },
+}
+
+REQUEST_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": harness.PROTOCOL_VERSION,
+}
+CALL = harness.jsonrpc("tools/call", {"name": "fetch", "arguments": {}}, id=1)
+
+
+# --- payloads ------------------------------------------------------------------
+
+
+def result(text: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}}, separators=(",", ":")).encode()
+
+
+def repeat(unit: str, n: int = MB, head: str = "") -> str:
+    return head + unit * ((n - len(head)) // len(unit))
+
+
+def wrapped_base64(width: int, n: int = MB) -> str:
+    rng = random.Random(7)
+    raw = base64.b64encode(rng.randbytes(n * 3 // 4)).decode()
+    return "\n".join(raw[i : i + width] for i in range(0, len(raw), width)) + "\n"
+
+
+def sparse_rows(n: int = MB) -> str:
+    """Every tenth row lacks a key: only the generic TOON path decides it."""
+    rows = []
+    size = 2
+    i = 0
+    while size < n:
+        row = {"id": i, "name": f"user-{i}"} if i % 10 == 9 else {"id": i, "name": f"user-{i}", "tag": "t"}
+        rows.append(row)
+        size += len(json.dumps(row, separators=(",", ":"))) + 1
+        i += 1
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def sparse_exactly(n: int) -> str:
+    """Sparse rows of exactly `n` bytes (the last name padded)."""
+    text = sparse_rows(n - 64)
+    rows = json.loads(text)
+    rows[-1]["name"] += "x" * (n - len(text))
+    out = json.dumps(rows, separators=(",", ":"))
+    assert len(out) == n, (len(out), n)
+    return out
+
+
+def group_rows(n: int = MB) -> str:
+    unit = '{"id":1,"g":{"a":1,"b":2,"c":3,"d":4}},{"id":2,"g":{"d":4,"c":3,"b":2,"a":1}},'
+    return "[" + repeat(unit, n - 2).rstrip(",") + "]"
+
+
+def table(n: int = MB) -> str:
+    rows, size, i = [], 2, 0
+    while size < n:
+        row = {"id": i, "name": f"user-{i}", "email": f"user{i}@example.com", "active": i % 2 == 0, "score": i % 100 + 0.5}
+        rows.append(row)
+        size += len(json.dumps(row, separators=(",", ":"))) + 1
+        i += 1
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def page(n: int = MB) -> str:
+    unit = (
+        '<div class="section"><h2 id="s">Section</h2><p>Some <b>bold</b> and '
+        '<a href="https://example.com/x">a link</a> in a paragraph.</p><ul><li>one</li><li>two</li></ul></div>\n'
+    )
+    return repeat(unit, n, "<!doctype html><html><head><title>Doc</title></head><body>")
+
+
+def batch(n: int = MB, reverse: bool = True) -> tuple[list[dict[str, Any]], bytes]:
+    """A batch of calls and one of their results, each result after every
+    call but its own (in reverse order: a scan for each id finds it last)."""
+    calls = n // 110
+    request = [harness.jsonrpc("tools/call", {"name": "t", "arguments": {}}, id=i) for i in range(calls)]
+    ids = reversed(range(calls)) if reverse else range(calls)
+    response = [{"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": "x"}]}} for i in ids]
+    return request, json.dumps(response, separators=(",", ":")).encode()
+
+
+def sse(body: str) -> bytes:
+    return body.encode()
+
+
+def sse_events(text: str, n: int = MB) -> bytes:
+    """Events each carrying `text` as a tool result, to about `n` bytes."""
+    event = "event: message\ndata: " + result(text).decode() + "\n\n"
+    return (event * max(1, n // len(event))).encode()
+
+
+@dataclass
+class Case:
+    name: str
+    body: bytes
+    # Per configuration: the reasons the plugin must count (passthrough
+    # reasons, or `cleaned`), and a check of a changed body (None: the body
+    # must arrive byte-identical).
+    counts: dict[str, dict[str, int]]
+    changed: dict[str, Callable[[bytes], None]] = field(default_factory=dict)
+    # The ordinary input of the same size and kind whose time through the
+    # plugin is what a linear stage costs (a case name, or None: nothing
+    # but the default path).
+    like: str | None = None
+    content_type: str = "application/json"
+    request: Any = None
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "status": 200,
+            "headers": [["content-type", self.content_type]],
+            "body_b64": base64.b64encode(self.body).decode(),
+            "framing": "length",
+        }
+
+
+def text_of(body: bytes) -> str:
+    return json.loads(body)["result"]["content"][0]["text"]
+
+
+def stripped(body: bytes) -> None:
+    text = text_of(body)
+    assert text.startswith("<stripped: ") and len(text) < 100, text[:200]
+
+
+def collapsed(body: bytes) -> None:
+    assert "\n\n\n" not in text_of(body)
+
+
+def markdown(body: bytes) -> None:
+    text = text_of(body)
+    assert "<div" not in text and "## Section" in text, text[:200]
+
+
+BATCH_REQUEST, BATCH_RESPONSE = batch()
+SPARSE_EVENTS = sse_events(sparse_rows(15 * 1024))
+SPARSE_COUNTS = {"below_threshold": 1, "toon_budget": SPARSE_EVENTS.count(b"event: ") - 1}
+_, BATCH_IN_ORDER = batch(reverse=False)
+
+# Bodies the plugin's stages must handle in linear time. `counts` lists the
+# counters one request moves, per listener.
+CASES = [
+    # Ordinary inputs of the same size: what linear costs.
+    Case("plain_text", result(repeat("just some words in a sentence. ")), {"default": {"not_json": 1}, "transforms": {"not_json": 1}}),
+    Case("page", result(page()), {"default": {"not_json": 1}, "transforms": {"cleaned": 1, "clean_html_to_markdown": 1, "bytes_before": -1, "bytes_after": -1, "not_json": 1}}, {"transforms": markdown}),
+    Case("blob", result(base64.b64encode(random.Random(3).randbytes(MB * 3 // 4)).decode()), {"default": {"not_json": 1}, "transforms": {"cleaned": 1, "clean_strip_base64": 1, "bytes_before": -1, "bytes_after": -1, "below_min_bytes": 1}}, {"transforms": stripped}),
+    Case("batch_in_order", BATCH_IN_ORDER, {"default": {"below_min_bytes": len(BATCH_REQUEST)}, "transforms": {"below_min_bytes": len(BATCH_REQUEST)}}, request=BATCH_REQUEST),
+    Case("table", result(table()), {"default": {"encoded": 1, "cleaned": 0, "bytes_before": -1, "bytes_after": -1}, "transforms": {"encoded": 1, "bytes_before": -1, "bytes_after": -1}}, {"default": lambda b: None, "transforms": lambda b: None}),
+    # Issue 13's measurements.
+    Case("b64_lines", result(repeat("AAAAAAAAAAAAAAAA\n")), {"default": {"not_json": 1}, "transforms": {"not_json": 1}}, like="plain_text"),
+    Case("b64_wrapped_80", result(wrapped_base64(80)), {"default": {"not_json": 1}, "transforms": {"cleaned": 1, "clean_strip_base64": 1, "bytes_before": -1, "bytes_after": -1, "below_min_bytes": 1}}, {"transforms": stripped}, like="blob"),
+    Case("html_rt", result(repeat("<rt>x", head="<html><body><p>a</p>")), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
+    Case("html_div_title", result(repeat('<div title="<">', head="<html><body>")), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
+    Case("html_ul_li", result(repeat("<ul><li>", head="<html><body>")), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
+    Case("html_attributes", result("<html><body><div" + "".join(f" a{i}" for i in range(MB // 8)) + ">x</div>"), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
+    Case("html_colspan", result(repeat("<tr><td colspan=4000000000>cell</td></tr>", head="<table>")), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
+    Case("whitespace", result(repeat("a \t \n\n\n  \t")), {"default": {"not_json": 1}, "transforms": {"cleaned": 1, "clean_collapse_whitespace": 1, "bytes_before": -1, "bytes_after": -1, "not_json": 1}}, {"transforms": collapsed}, like="plain_text"),
+    # TOON: what only the generic path decides.
+    Case("toon_sparse_rows", result(sparse_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
+    Case("toon_group_rows", result(group_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
+    # The request parse: every result of a batch finds its call.
+    Case("request_batch", BATCH_RESPONSE, {"default": {"below_min_bytes": len(BATCH_REQUEST)}, "transforms": {"below_min_bytes": len(BATCH_REQUEST)}}, like="batch_in_order", request=BATCH_REQUEST),
+    # SSE framing: an event that never ends, one whose JSON never closes.
+    Case("sse_no_end", sse("data: " + "x" * MB), {"default": {"stream_truncated": 1}, "transforms": {"stream_truncated": 1}}, content_type="text/event-stream"),
+    Case("sse_unclosed_quote", sse('data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + "x" * MB + "\n\n"), {"default": {"malformed_response": 1}, "transforms": {"malformed_response": 1}}, content_type="text/event-stream"),
+    # One TOON budget per event: many events of generic-path tables.
+    # The first event's table uses the stream's generic budget (16 KiB), the
+    # others find it spent.
+    Case("sse_sparse_events", SPARSE_EVENTS, {"default": SPARSE_COUNTS, "transforms": SPARSE_COUNTS}, like="sse_table_events", content_type="text/event-stream"),
+    Case("sse_table_events", sse_events(table(15 * 1024)), {"default": {}, "transforms": {}}, content_type="text/event-stream"),
+    Case("small", result("ok"), {"default": {"below_min_bytes": 1}, "transforms": {"below_min_bytes": 1}}),
+]
+BOUNDARY = [
+    Case("generic_at", result(sparse_exactly(16 * 1024)), {}),
+    Case("generic_over", result(sparse_exactly(16 * 1024 + 1)), {}),
+]
+BY_NAME = {c.name: c for c in CASES}
+HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "sse_table_events", "small")]
+
+
+# --- fixtures --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def upstream(work_dir: Path):
+    spec = work_dir / "hostile-cases.json"
+    spec.write_text(json.dumps({c.name: c.spec() for c in CASES + BOUNDARY}))
+    port = harness.free_port()
+    proc = harness.Proc("hostile-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "hostile-server.log")
+    try:
+        harness.wait_for_port(port, proc)
+        yield port
+    finally:
+        proc.stop()
+
+
+def without_plugin(name: str) -> Callable[[dict[str, Any]], None]:
+    def tweak(config: dict[str, Any]) -> None:
+        for lst in config["static_resources"]["listeners"]:
+            if lst["name"] == name:
+                hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+                hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] != "envoy.filters.http.wasm"]
+
+    return tweak
+
+
+@pytest.fixture(scope="module")
+def envoy(upstream: int, work_dir: Path):
+    listeners = [Listener("bare", {}), *(Listener(name, cfg) for name, cfg in CONFIGS.items())]
+    e = harness.start_envoy(listeners, upstream, work_dir, name="envoy-hostile", tweak=without_plugin("bare"))
+    try:
+        yield e
+    finally:
+        e.stop()
+
+
+# --- helpers -----------------------------------------------------------------------
+
+
+def send(envoy: harness.Envoy, listener: str, case: Case, timeout: float = 120) -> tuple[float, bytes]:
+    """POSTs `case` on its own connection; seconds until the last byte, and
+    the body as it arrived."""
+    body = json.dumps(case.request if case.request is not None else CALL, separators=(",", ":")).encode()
+    with httpx.Client(timeout=timeout) as client:
+        start = time.monotonic()
+        with client.stream("POST", envoy.url(listener, f"/mcp/{case.name}"), content=body, headers=REQUEST_HEADERS) as r:
+            raw = b"".join(r.iter_raw())
+            assert r.status_code == 200
+        return time.monotonic() - start, raw
+
+
+GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+
+
+def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    out = {}
+    for k, v in after.items():
+        if k.startswith("mcp_toon_") and k not in GAUGES and v != before.get(k, 0.0):
+            out[k.removeprefix("mcp_toon_").removeprefix("passthrough_")] = int(v - before.get(k, 0.0))
+    return out
+
+
+def counted(envoy: harness.Envoy, before: dict[str, float], expected: dict[str, int]) -> dict[str, int]:
+    """The counters that moved, once their names are the expected ones
+    (-1: any amount, for byte counters) or after 10 s."""
+
+    def matches(delta: dict[str, int]) -> bool:
+        return set(delta) == set(expected) and all(v == -1 or delta[k] == v for k, v in expected.items())
+
+    deadline = time.monotonic() + 10
+    while True:
+        delta = moved(before, envoy.prometheus())
+        if matches(delta) or time.monotonic() > deadline:
+            return {k: (-1 if expected.get(k) == -1 else v) for k, v in delta.items()}
+        time.sleep(0.05)
+
+
+def expected_counts(case: Case, listener: str) -> dict[str, int]:
+    return {k: v for k, v in case.counts[listener].items() if v != 0}
+
+
+# --- the cases ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("listener", list(CONFIGS))
+@pytest.mark.parametrize("name", [c.name for c in HOSTILE])
+def test_hostile_result_arrives_in_linear_time(envoy, listener, name):
+    case = BY_NAME[name]
+    before = envoy.prometheus()
+    _, body = send(envoy, listener, case)
+    check = case.changed.get(listener)
+    if check is None:
+        assert body == case.body, f"{name}: {len(body)} bytes arrived, the server sent {len(case.body)}"
+    else:
+        assert body != case.body
+        check(body)
+    expected = expected_counts(case, listener)
+    assert counted(envoy, before, expected) == expected
+
+    # The same bytes without the plugin, and an ordinary input of the same
+    # size and kind through it, interleaved with the case.
+    bare, plugin, like = [], [], []
+    for _ in range(RUNS):
+        bare.append(send(envoy, "bare", case)[0])
+        plugin.append(send(envoy, listener, case)[0])
+        if case.like is not None:
+            like.append(send(envoy, listener, BY_NAME[case.like])[0])
+    t_bare, t_plugin = statistics.median(bare), statistics.median(plugin)
+    t_like = statistics.median(like) if like else 0.0
+    print(f"\n{name} [{listener}]: {len(case.body)} bytes; Envoy alone {t_bare * 1e3:.1f} ms, "
+          f"with mcp-toon {t_plugin * 1e3:.1f} ms; an ordinary {case.like or '-'} of that size {t_like * 1e3:.1f} ms")
+    limit = 2 * t_bare + (2 * t_like if case.like else 0.0)
+    assert t_plugin <= limit, f"{name}: {t_plugin * 1e3:.1f} ms through mcp-toon, allowed {limit * 1e3:.1f} ms"
+
+
+@pytest.mark.parametrize("listener", list(CONFIGS))
+@pytest.mark.parametrize("name", ["b64_lines", "html_rt", "html_div_title", "toon_group_rows"])
+def test_a_second_client_is_answered_meanwhile(envoy, listener, name):
+    """One worker: while the hostile response is processed, a small request
+    on another connection is answered within what the big one may cost."""
+    case = BY_NAME[name]
+    small = BY_NAME["small"]
+    t_small_alone = statistics.median(send(envoy, listener, small)[0] for _ in range(RUNS))
+    t_bare = statistics.median(send(envoy, "bare", case)[0] for _ in range(RUNS))
+    t_like = statistics.median(send(envoy, listener, BY_NAME[case.like])[0] for _ in range(RUNS)) if case.like else 0.0
+    big: list[float] = []
+    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[0]))
+    start = time.monotonic()
+    thread.start()
+    # Once the big response is on its way (the upstream answers at once).
+    time.sleep(min(t_bare / 2, 0.05))
+    t_small, body = send(envoy, listener, small)
+    thread.join(timeout=120)
+    assert body == small.body and big, "both answered"
+    print(f"\n{name} [{listener}]: the small request took {t_small * 1e3:.1f} ms beside it "
+          f"({t_small_alone * 1e3:.1f} ms alone), the big one {big[0] * 1e3:.1f} ms; "
+          f"started {(time.monotonic() - start) * 1e3:.0f} ms ago")
+    limit = t_small_alone + 2 * t_bare + 2 * t_like
+    assert t_small <= limit, f"{name}: the small request waited {t_small * 1e3:.1f} ms, allowed {limit * 1e3:.1f} ms"
+
+
+@pytest.mark.parametrize("listener", list(CONFIGS))
+def test_the_generic_toon_budget_at_its_boundary(envoy, listener):
+    """16 KiB of text that only the generic TOON path decides is decided
+    (here: not smaller, `below_threshold`); one byte more is `toon_budget`."""
+    for case, reason in zip(BOUNDARY, ("below_threshold", "toon_budget")):
+        before = envoy.prometheus()
+        _, body = send(envoy, listener, case)
+        assert body == case.body
+        assert counted(envoy, before, {reason: 1}) == {reason: 1}
