@@ -6,6 +6,7 @@ demo server's tools) records what reached it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import urllib.request
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import anyio
+import httpx
 import pytest
 from mcp import Client
 
@@ -427,6 +429,16 @@ def test_failures_leave_the_cleaned_result_and_count_the_reason(envoy, stub, use
     assert len(stub.requests()) == (1 if reached else 0)
 
 
+def test_an_intent_of_max_intent_bytes_is_sent(envoy, stub, users):
+    intent = "role=admin " + "x" * 501  # 512 bytes: trim.max_intent_bytes
+    before = envoy.prometheus()
+    text = call(envoy.url("trim"), "list_users", {"expected_info": intent})
+    after = envoy.prometheus()
+    same_json(trimmed(text, intent), [u for u in users if u["role"] == "admin"])
+    assert trim_counts(delta(before, after)) == {"mcp_toon_trimmed": 1}
+    assert [asked(r)[0] for r in stub.requests()] == [intent]
+
+
 def test_no_intent_and_small_results_are_counted_and_not_sent(envoy, upstream, stub):
     before = envoy.prometheus()
     call(envoy.url("trim"), "list_users")
@@ -508,6 +520,51 @@ def test_sse_tool_results_are_trimmed(llm, work_dir, users):
     assert len(llm.requests()) == 2
     assert all("expected_info" not in json.dumps(m) for m in upstream_calls)
     assert SECRET not in log
+
+
+def test_a_trimmed_event_goes_out_when_the_reply_arrives(llm, work_dir):
+    """The server sends a tool result event and then nothing for a while,
+    as a long-lived stream does: the trimmed event must reach the client
+    when the LLM's reply arrives, not with the server's next byte."""
+    llm.reset()
+    rows = [{"id": i, "role": "admin" if i % 4 == 0 else "dev", "name": f"user-{i}"} for i in range(120)]
+    message = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": json.dumps(rows, indent=2)}]}}
+    event = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
+    hold = 20  # seconds the server then keeps the stream open, silent
+    spec = work_dir / "held-stream.json"
+    spec.write_text(json.dumps({"held": {
+        "status": 200, "headers": [["content-type", "text/event-stream"]],
+        "body_b64": base64.b64encode(event).decode(), "framing": "chunked", "hold": hold,
+    }}))
+    port = harness.free_port()
+    server = Proc("held-stream-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "held-stream-server.log")
+    try:
+        harness.wait_for_port(port, server)
+        envoy = harness.start_envoy(
+            [Listener("sse", {"trim": TRIM})], port, work_dir, name="envoy-trim-held", extra_clusters=llm_clusters(llm)
+        )
+        try:
+            call = harness.jsonrpc("tools/call", {"name": "fetch", "arguments": {"expected_info": "role=admin"}}, id=5)
+            got = b""
+            # A read timeout well below the hold: if the event waited for the
+            # stream's end, the read fails.
+            with httpx.Client(timeout=httpx.Timeout(30, read=hold / 2)) as client:
+                with client.stream("POST", envoy.url("sse", "/mcp/held"), content=json.dumps(call).encode(),
+                                   headers={"content-type": "application/json", "accept": "application/json, text/event-stream"}) as r:
+                    for chunk in r.iter_raw():
+                        got += chunk
+                        if got.endswith(b"\n\n"):
+                            break
+            counts = trim_counts(envoy.prometheus())
+        finally:
+            envoy.stop()
+    finally:
+        server.stop()
+    [data] = [l.removeprefix(b"data: ") for l in got.splitlines() if l.startswith(b"data: ")]
+    text = json.loads(data)["result"]["content"][0]["text"]
+    same_json(trimmed(text, "role=admin"), [r for r in rows if r["role"] == "admin"])
+    assert counts["mcp_toon_trimmed"] == 1
+    assert len(llm.requests()) == 1
 
 
 # --- the secret --------------------------------------------------------------------------------
