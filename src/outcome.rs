@@ -173,8 +173,9 @@ reasons! {
     TrimIntentTooLong => "trim_intent_too_long",
     /// Trim: the reply is larger than `trim.max_reply_bytes`; it was not read.
     TrimReplyTooLarge => "trim_reply_too_large",
-    /// Trim: more than `trim.max_queued_bytes` waited behind the callout;
-    /// the block went on without it.
+    /// Trim: more than `trim.max_queued_bytes` waited for the callout (the
+    /// event and what followed it), or the event alone is larger; the block
+    /// went on without it.
     TrimQueueFull => "trim_queue_full",
     /// Trim: the extraction is not drawn from the block (a JSON value, key
     /// or line the block does not have).

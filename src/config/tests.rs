@@ -353,7 +353,7 @@ fn limits_default_and_refuse_past_their_ranges() {
             s.trim.max_reply_bytes,
             s.trim.max_queued_bytes
         ),
-        (512, 1024 * 1024, 1024 * 1024)
+        (512, 1024 * 1024, 512 * 1024)
     );
     let ranges: [(&str, &str, u64, u64); 6] = [
         ("max_id_bytes", "", 16, 65536),

@@ -64,9 +64,9 @@ pub struct TrimSettings {
     pub max_intent_bytes: usize,
     /// A larger callout reply is not read (`trim_reply_too_large`).
     pub max_reply_bytes: usize,
-    /// Bytes of an event stream (or after a JSON body's value) that may
-    /// wait behind a callout; past it the trim is given up
-    /// (`trim_queue_full`).
+    /// Bytes of an event stream — the event being trimmed and what follows
+    /// it — (or after a JSON body's value) that may wait for a callout;
+    /// past it the trim is given up (`trim_queue_full`).
     pub max_queued_bytes: usize,
 }
 
@@ -127,8 +127,11 @@ pub const DEFAULT_MAX_INTENT_BYTES: usize = 512;
 /// A reply carries an extraction smaller than the block (at most
 /// `max_body_bytes`, 1 MiB by default) inside a JSON string.
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 1024 * 1024;
-/// What may wait behind a callout: the default body limit again.
-pub const DEFAULT_MAX_QUEUED_BYTES: usize = 1024 * 1024;
+/// What may wait for a callout. It goes into the paused response's buffer
+/// at once when the reply comes, with the chunk that arrives then: half of
+/// Envoy's default `per_connection_buffer_limit_bytes` (1 MiB) leaves room
+/// for that chunk.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 512 * 1024;
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A byte limit within `allowed`, or the default when not given.

@@ -102,8 +102,8 @@ fn events_behind_a_callout_wait_up_to_max_queued_bytes() {
     let result = format!("data: {}\n\n", result(1, json!({})));
     let step = e.response_chunk(result.as_bytes(), false, &mut store);
     assert!(step.callout.is_some());
-    // Exactly the limit waits.
-    let full = event_of(1024);
+    // Exactly the limit waits: the event and what queued behind it.
+    let full = event_of(1024 - result.len());
     let step = e.response_chunk(full.as_bytes(), false, &mut store);
     assert_eq!((sent(&step, b""), step.flow), (vec![], Flow::Pause));
     // One more event passes it: the result goes on without its callout
@@ -122,6 +122,30 @@ fn events_behind_a_callout_wait_up_to_max_queued_bytes() {
     assert_eq!(late.flow, Flow::Continue);
     let step = e.response_chunk(b": bye\n\n", true, &mut store);
     assert_eq!(step, Step::input());
+}
+
+#[test]
+fn an_event_larger_than_max_queued_bytes_gets_no_callout() {
+    // Held until the reply, it could not go out within the host's buffer.
+    for (extra, callout) in [(0, true), (1, false)] {
+        let mut store = Store::default();
+        let mut e = exchange(TRIM);
+        into_trimmed_call(&mut e, &mut store);
+        e.response_headers(head("text/event-stream"), &mut store);
+        let plain = format!("data: {}\n\n", result(1, json!({})));
+        // Padded in an `id` field of the event: its data is unchanged.
+        let id = format!("id: {}\n\n", "x".repeat(1024 - plain.len() - 5 + extra));
+        let event = format!("{}{id}", plain.trim_end_matches('\n').to_string() + "\n");
+        assert_eq!(event.len(), 1024 + extra);
+        let step = e.response_chunk(event.as_bytes(), false, &mut store);
+        assert_eq!(step.callout.is_some(), callout, "{extra}");
+        assert_eq!(passthroughs(&e).contains(&Reason::TrimQueueFull), !callout);
+        if !callout {
+            assert_eq!(step.flow, Flow::Continue);
+            let out = String::from_utf8(sent(&step, event.as_bytes())).unwrap();
+            assert!(out.ends_with(&id) && out.contains("[mcp-toon/v1]"), "{out}");
+        }
+    }
 }
 
 #[test]

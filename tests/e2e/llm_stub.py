@@ -28,6 +28,7 @@ behaviour:
                          gets an extra line), as a model steered by
                          injected text would.
     [stub:marker]        answer with the plugin's marker line first.
+    [stub:huge]          a completion body past 1 MiB (trim.max_reply_bytes).
 
 Control endpoints (not part of the OpenAI API):
 
@@ -217,6 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             answers = [inject(a) for a in answers]
         if "marker" in controls:
             answers = ["[mcp-toon/v1] TOON-encoded JSON (toonformat.dev); decode to JSON before reuse.\n" + a for a in answers]
+        if "huge" in controls:
+            answers = [a + " " * (1 << 20) for a in answers]
         if "fence" in controls:
             answers = [f"```json\n{a}\n```" for a in answers]
         content = json.dumps(answers, ensure_ascii=False) if as_array else answers[0]

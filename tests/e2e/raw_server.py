@@ -16,7 +16,8 @@ Framing: `length` sends content-length; `chunked` sends chunks of `chunk`
 bytes; `close` sends neither and ends the body by closing the connection
 (how a server cut off mid-stream looks to Envoy). `"hold": SECONDS` (chunked
 only) keeps the stream open that long after the body before ending it, as
-a long-lived event stream does. The request body is read and dropped.
+a long-lived event stream does; `"pace": SECONDS` (chunked only) waits that
+long after each chunk, as a server writing events one by one does. The request body is read and dropped.
 Unknown cases answer 404.
 
 Run: python raw_server.py PORT CASES.json
@@ -115,6 +116,17 @@ def handle(conn: socket.socket, cases: dict) -> None:
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                 continue
             out, close = response_bytes(case)
+            if case.get("pace"):
+                head_end = out.index(b"\r\n\r\n") + 4
+                conn.sendall(out[:head_end])
+                rest = out[head_end:]
+                while rest and not rest.startswith(b"0\r\n\r\n"):
+                    size_end = rest.index(b"\r\n")
+                    end = size_end + 2 + int(rest[:size_end], 16) + 2
+                    conn.sendall(rest[:end])
+                    rest = rest[end:]
+                    time.sleep(case["pace"])
+                out = rest
             if case.get("hold"):
                 # Everything but the last chunk now; the end after the hold.
                 conn.sendall(out.removesuffix(b"0\r\n\r\n"))

@@ -7,6 +7,7 @@ demo server's tools) records what reached it."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import secrets
 import urllib.request
@@ -406,6 +407,8 @@ FAILURES = [
     # have, or an answer dressed as the plugin's own output.
     ("trim", "[stub:inject] role=admin", "trim_not_from_input", True),
     ("trim", "[stub:marker] role=admin", "trim_marker", True),
+    # A reply body past trim.max_reply_bytes (1 MiB): not read.
+    ("trim", "[stub:huge] role=admin", "trim_reply_too_large", True),
     # Past trim.max_intent_bytes (512): never sent.
     ("trim", "role=admin " + "x" * 502, "trim_intent_too_long", False),
     ("fast", "[stub:slow=3] role=admin", "trim_timeout", True),
@@ -427,6 +430,20 @@ def test_failures_leave_the_cleaned_result_and_count_the_reason(envoy, stub, use
     same_json(toon_decode(split_marker(text)), users)
     assert trim_counts(delta(before, after)) == {f"mcp_toon_passthrough_{reason}": 1}
     assert len(stub.requests()) == (1 if reached else 0)
+
+
+def test_a_result_with_structured_content_is_not_trimmed(envoy, upstream, stub):
+    # `content` trimmed would contradict `structuredContent` (MCP 2025-06-18
+    # "Structured Content"), and trimming that would break the outputSchema.
+    args = {"hours": 40}
+    direct = call(upstream.url, "station_readings", args)
+    assert len(direct) > TRIM["threshold_bytes"]
+    before = envoy.prometheus()
+    text = call(envoy.url("trim"), "station_readings", {**args, "expected_info": "station=ST-1"})
+    after = envoy.prometheus()
+    assert not text.startswith("[mcp-toon: ")
+    assert trim_counts(delta(before, after)) == {"mcp_toon_passthrough_trim_structured_content": 1}
+    assert stub.requests() == []
 
 
 def test_an_intent_of_max_intent_bytes_is_sent(envoy, stub, users):
@@ -522,6 +539,39 @@ def test_sse_tool_results_are_trimmed(llm, work_dir, users):
     assert SECRET not in log
 
 
+@contextlib.contextmanager
+def raw_sse_envoy(work_dir: Path, llm: LlmStub, name: str, body: bytes, hold: float = 0, pace: float = 0):
+    """Envoy with trim on, in front of a raw upstream that answers
+    `POST /mcp/<name>` with the event stream `body` (chunked, 4 KiB chunks,
+    `pace` seconds apart), then keeps the stream open `hold` seconds
+    (tests/e2e/raw_server.py)."""
+    spec = work_dir / f"{name}.json"
+    spec.write_text(json.dumps({name: {
+        "status": 200, "headers": [["content-type", "text/event-stream"]],
+        "body_b64": base64.b64encode(body).decode(), "framing": "chunked", "hold": hold, "pace": pace,
+    }}))
+    port = harness.free_port()
+    server = Proc(f"{name}-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / f"{name}-server.log")
+    try:
+        harness.wait_for_port(port, server)
+        envoy = harness.start_envoy(
+            [Listener("sse", {"trim": TRIM})], port, work_dir, name=f"envoy-{name}", extra_clusters=llm_clusters(llm)
+        )
+        try:
+            yield envoy
+        finally:
+            envoy.stop()
+    finally:
+        server.stop()
+
+
+def sse_call(intent: str) -> bytes:
+    return json.dumps(harness.jsonrpc("tools/call", {"name": "fetch", "arguments": {"expected_info": intent}}, id=5)).encode()
+
+
+SSE_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
 def test_a_trimmed_event_goes_out_when_the_reply_arrives(llm, work_dir):
     """The server sends a tool result event and then nothing for a while,
     as a long-lived stream does: the trimmed event must reach the client
@@ -531,40 +581,45 @@ def test_a_trimmed_event_goes_out_when_the_reply_arrives(llm, work_dir):
     message = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": json.dumps(rows, indent=2)}]}}
     event = f"event: message\ndata: {json.dumps(message)}\n\n".encode()
     hold = 20  # seconds the server then keeps the stream open, silent
-    spec = work_dir / "held-stream.json"
-    spec.write_text(json.dumps({"held": {
-        "status": 200, "headers": [["content-type", "text/event-stream"]],
-        "body_b64": base64.b64encode(event).decode(), "framing": "chunked", "hold": hold,
-    }}))
-    port = harness.free_port()
-    server = Proc("held-stream-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "held-stream-server.log")
-    try:
-        harness.wait_for_port(port, server)
-        envoy = harness.start_envoy(
-            [Listener("sse", {"trim": TRIM})], port, work_dir, name="envoy-trim-held", extra_clusters=llm_clusters(llm)
-        )
-        try:
-            call = harness.jsonrpc("tools/call", {"name": "fetch", "arguments": {"expected_info": "role=admin"}}, id=5)
-            got = b""
-            # A read timeout well below the hold: if the event waited for the
-            # stream's end, the read fails.
-            with httpx.Client(timeout=httpx.Timeout(30, read=hold / 2)) as client:
-                with client.stream("POST", envoy.url("sse", "/mcp/held"), content=json.dumps(call).encode(),
-                                   headers={"content-type": "application/json", "accept": "application/json, text/event-stream"}) as r:
-                    for chunk in r.iter_raw():
-                        got += chunk
-                        if got.endswith(b"\n\n"):
-                            break
-            counts = trim_counts(envoy.prometheus())
-        finally:
-            envoy.stop()
-    finally:
-        server.stop()
+    with raw_sse_envoy(work_dir, llm, "held", event, hold) as envoy:
+        got = b""
+        # A read timeout well below the hold: if the event waited for the
+        # stream's end, the read fails.
+        with httpx.Client(timeout=httpx.Timeout(30, read=hold / 2)) as client:
+            with client.stream("POST", envoy.url("sse", "/mcp/held"), content=sse_call("role=admin"), headers=SSE_HEADERS) as r:
+                for chunk in r.iter_raw():
+                    got += chunk
+                    if got.endswith(b"\n\n"):
+                        break
+        counts = trim_counts(envoy.prometheus())
     [data] = [l.removeprefix(b"data: ") for l in got.splitlines() if l.startswith(b"data: ")]
     text = json.loads(data)["result"]["content"][0]["text"]
     same_json(trimmed(text, "role=admin"), [r for r in rows if r["role"] == "admin"])
     assert counts["mcp_toon_trimmed"] == 1
     assert len(llm.requests()) == 1
+
+
+def test_past_max_queued_bytes_the_event_goes_on_untrimmed(llm, work_dir):
+    """While the callout runs (a slow model), the server writes more than
+    trim.max_queued_bytes (512 KiB) of further events, 4 KiB at a time: the
+    plugin stops holding them, and the result event goes on as it was, then
+    the rest. What it held goes into Envoy's buffer of the paused response
+    at once, so the default keeps it below Envoy's limit (1 MiB): the
+    response is never reset for it."""
+    llm.reset()
+    lines = "\n".join(f"2026-12-01T10:{i % 60:02d}:00Z worker-{i % 7} handled request {i}" for i in range(400))
+    message = {"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": lines}]}}
+    note_event = 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}\n\n'
+    rest = "".join(note_event % ("n" * 80) for _ in range((1 << 20) // 150 + 200)).encode()
+    assert len(rest) > 1 << 20
+    body = f"event: message\ndata: {json.dumps(message)}\n\n".encode() + rest
+    with raw_sse_envoy(work_dir, llm, "queued", body, pace=0.001) as envoy:
+        before = envoy.prometheus()
+        r = httpx.post(envoy.url("sse", "/mcp/queued"), content=sse_call("[stub:slow=5] worker-3"), headers=SSE_HEADERS, timeout=30)
+        after = envoy.prometheus()
+    # Text the clean stage leaves alone: everything arrives as sent.
+    assert r.content == body
+    assert trim_counts(delta(before, after)) == {"mcp_toon_passthrough_trim_queue_full": 1}
 
 
 # --- the secret --------------------------------------------------------------------------------
