@@ -16,6 +16,8 @@ pub enum Stage {
     Trim,
     /// The optional intent argument added to `tools/list` input schemas.
     Advertise,
+    /// Operator field rules and agent queries (JMESPath).
+    Project,
 }
 
 impl Stage {
@@ -27,6 +29,7 @@ impl Stage {
             Stage::Clean => "clean",
             Stage::Trim => "trim",
             Stage::Advertise => "advertise",
+            Stage::Project => "project",
         }
     }
 }
@@ -39,6 +42,10 @@ pub enum Outcome {
     Cleaned,
     Annotated,
     Trimmed,
+    /// Operator rules dropped fields.
+    Projected,
+    /// The agent's query replaced the block with its result.
+    Queried,
     Passthrough(Reason),
 }
 
@@ -50,6 +57,8 @@ impl Outcome {
         Outcome::Cleaned,
         Outcome::Annotated,
         Outcome::Trimmed,
+        Outcome::Projected,
+        Outcome::Queried,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -58,6 +67,8 @@ impl Outcome {
             Outcome::Cleaned => "cleaned",
             Outcome::Annotated => "annotated",
             Outcome::Trimmed => "trimmed",
+            Outcome::Projected => "projected",
+            Outcome::Queried => "queried",
             Outcome::Passthrough(_) => "passthrough",
         }
     }
@@ -209,4 +220,22 @@ reasons! {
     /// while the plugin held bytes of an unfinished message: they went with
     /// the stream.
     LostAtReset => "lost_at_reset",
+    /// Trim: the agent's query already cut the block to what it asked for.
+    TrimQueryApplied => "trim_query_applied",
+    /// Project: no keep or drop rule removed anything.
+    ProjectNoMatch => "project_no_match",
+    /// Project: the rules would leave nothing (an empty object or array).
+    ProjectEmpty => "project_empty",
+    /// Query: not valid JMESPath, an unknown function, or over the length or nesting limit.
+    QueryInvalid => "query_invalid",
+    /// Query: its output or work could exceed the bounds (see the README).
+    QueryTooComplex => "query_too_complex",
+    /// Query: evaluating it failed (a type error, a wrong argument).
+    QueryError => "query_error",
+    /// Query: it selected nothing (`null`, `[]`, `{}` or `""`).
+    QueryEmpty => "query_empty",
+    /// Query: its result is not smaller than the block.
+    QueryLarger => "query_larger",
+    /// Query: the tool's policy does not accept queries.
+    QueryOff => "query_off",
 }

@@ -6,9 +6,15 @@
 //! 1. pair each message with its request; only `tools/call` results are
 //!    touched, and only their `content[]` text items ("blocks");
 //!    `structuredContent`, `isError` results, errors and other items never;
-//! 2. per block: clean → trim → TOON (this order: TOON is lossless and must
-//!    see the final text; trim must see cleaned text);
-//! 3. `tools/list` results get the optional decode hint and intent argument;
+//! 2. per block: clean → project → trim → TOON. TOON is lossless and must
+//!    see the final text. Project (operator rules, then the agent's query)
+//!    comes before trim: it is exact and free, and what it drops no longer
+//!    goes to the LLM (a smaller callout, or none below the threshold). A
+//!    query the agent wrote says exactly what it wants, so a block it applied
+//!    to is not trimmed as well (`trim_query_applied`); an intent still trims
+//!    what operator rules left;
+//! 3. `tools/list` results get the optional decode hint and the intent and
+//!    query arguments;
 //! 4. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
@@ -33,6 +39,7 @@ use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
 use crate::stage::clean::{self, Framing};
+use crate::stage::project::{self, Query, Refusal};
 use crate::stage::{self, trim};
 
 /// One tool of a listing: its name and which of the plugin's arguments its
@@ -59,9 +66,15 @@ struct Block {
     intent_too_long: bool,
     /// Trimmed: the note its first line carries (with the tag placeholder
     /// when a marker key is set).
-    note: Option<String>,
+    trim_note: Option<String>,
     /// The first line ends with the tag placeholder: sign it last.
     tagged: bool,
+    /// The agent's JMESPath query, until the project stage takes it.
+    query: Option<String>,
+    /// The query replaced the text: no trim on top of it.
+    queried: bool,
+    /// A query that could not apply: the line appended last.
+    note: Option<String>,
 }
 
 impl Block {
@@ -138,7 +151,7 @@ impl Block {
     /// A trimmed block whose note TOON did not take onto its marker line
     /// gets it as a line of its own.
     fn note_line(&mut self, keyed: bool) {
-        if let Some(note) = self.note.take() {
+        if let Some(note) = self.trim_note.take() {
             self.text = format!("{note}\n{}", self.text);
             self.tagged = keyed;
         }
@@ -154,9 +167,46 @@ impl Block {
         }
     }
 
-    /// Last, the `max_text_bytes` cap on whatever the block became.
+    /// Stage 2, project: the operator's rules, then the agent's query.
+    fn project(&mut self, settings: &Settings, report: &mut Report) {
+        if !self.policy.project.rules.is_empty() {
+            match project::rules::apply(&self.text, &self.policy.project.rules) {
+                Ok(text) => self.rewrite(Stage::Project, Outcome::Projected, text, false, report),
+                Err(reason) => report.push(self.passthrough(Stage::Project, reason)),
+            }
+        }
+        let Some(query) = self.query.take() else {
+            return;
+        };
+        let result = if self.policy.project.queries {
+            Query::parse(&query, settings.project.max_query_bytes).and_then(|q| q.apply(&self.text))
+        } else {
+            Err(Refusal {
+                reason: Reason::QueryOff,
+                detail: "queries are off for this tool".into(),
+            })
+        };
+        match result {
+            Ok(text) => {
+                self.rewrite(Stage::Project, Outcome::Queried, text, false, report);
+                self.queried = true;
+            }
+            Err(refusal) => {
+                report.push(self.passthrough(Stage::Project, refusal.reason));
+                self.note = Some(project::note(&refusal));
+            }
+        }
+    }
+
+    /// Last, the `max_text_bytes` cap on whatever the block became, with
+    /// room left for a query's note, which then goes at the very end.
     fn cap(&mut self, encoded: bool, report: &mut Report) {
-        let max = self.policy.clean.max_text_bytes;
+        let note = self.note.take();
+        let reserve = note.as_ref().map_or(0, String::len);
+        let max = match self.policy.clean.max_text_bytes {
+            0 => 0,
+            m => m.saturating_sub(reserve).max(1),
+        };
         let framing = if encoded {
             Framing::Toon(self.policy.toon.header)
         } else {
@@ -168,6 +218,10 @@ impl Block {
         }
         if let clean::Capped::Cut { text, .. } = capped {
             self.text = text;
+            self.changed = true;
+        }
+        if let Some(note) = note {
+            self.text.push_str(&note);
             self.changed = true;
         }
     }
@@ -284,6 +338,7 @@ pub fn start(
     }
     for block in &mut blocks {
         block.clean(report);
+        block.project(settings, report);
     }
     let trim = plan_trim(settings, &blocks, &intents, report, random);
     Ok(Job {
@@ -410,7 +465,9 @@ fn plan_trim(
         {
             continue;
         }
-        let reason = if intent.is_none() && block.intent_too_long {
+        let reason = if block.queried {
+            Some(Reason::TrimQueryApplied)
+        } else if intent.is_none() && block.intent_too_long {
             Some(Reason::TrimIntentTooLong)
         } else if intent.is_none() {
             Some(Reason::TrimNoIntent)
@@ -499,7 +556,7 @@ fn apply_trim(
                 ));
                 block.text = e.to_string();
                 block.changed = true;
-                block.note = Some(note.clone());
+                block.trim_note = Some(note.clone());
             }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }
@@ -525,13 +582,13 @@ fn encode(
     };
     let keyed = !settings.marker_key.is_empty();
     let header = block.policy.toon.header;
-    let tags_marker = keyed && block.note.is_none() && header != Header::None;
+    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
     let mut settings_toon = std::borrow::Cow::Borrowed(&block.policy.toon);
     if tags_marker {
         let marker = format!("{}{}", settings_toon.marker, crate::tag::placeholder());
         settings_toon.to_mut().marker = std::sync::Arc::from(marker);
     }
-    let note = block.note.as_deref();
+    let note = block.trim_note.as_deref();
     let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
     let result = toon.and_then(|emission| {
         let emission = match note {
@@ -550,8 +607,8 @@ fn encode(
     match result {
         Ok(emission) => {
             block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
-            block.tagged = keyed && (tags_marker || block.note.is_some());
-            block.note = None;
+            block.tagged = keyed && (tags_marker || block.trim_note.is_some());
+            block.trim_note = None;
             true
         }
         Err(reason) => {
@@ -633,15 +690,21 @@ fn tool_call_blocks(
             policy: policy.clone(),
             structured,
             intent_too_long: call.intent_too_long,
-            note: None,
+            trim_note: None,
             tagged: false,
+            // Queries off everywhere: the argument was neither advertised
+            // nor taken out, so it is the server's, not ours.
+            query: call.query.clone().filter(|_| settings.queries_anywhere()),
+            queried: false,
+            note: None,
         });
     }
     blocks
 }
 
-/// `tools/list`: the decode hint (`annotate_tools`) and the intent argument
-/// (`trim.advertise_intent`), per tool as its policy says.
+/// `tools/list`: the decode hint (`annotate_tools`), the intent argument
+/// (`trim.advertise_intent`) and the query argument (`project.queries`),
+/// per tool as its policy says.
 fn listing(
     settings: &Settings,
     scope: ServerScope,
@@ -654,7 +717,7 @@ fn listing(
     if settings.annotate_tools {
         annotate(settings, scope, base, call, result, edits, report);
     }
-    if !settings.trim.advertise_intent {
+    if settings.stripped_arguments().is_empty() {
         return;
     }
     let Some(tools) = mcp::tool_entries(result) else {
@@ -664,9 +727,11 @@ fn listing(
         let Some(name) = tool.name.as_deref() else {
             continue;
         };
-        if settings.policy(scope, Some(name)).trim
-            && intent::advertise(base, tool, &settings.trim.intent_argument, edits)
-        {
+        let args = intent::advertised(settings, &settings.policy(scope, Some(name)));
+        if args.is_empty() {
+            continue;
+        }
+        for _ in intent::advertise(base, tool, &args, edits) {
             report.push(Decision {
                 stage: Stage::Advertise,
                 outcome: Outcome::Annotated,

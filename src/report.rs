@@ -264,8 +264,8 @@ mod tests {
         for t in Transform::ALL {
             report.push(decision(Outcome::Cleaned, Some(t.name())));
         }
-        for o in [Outcome::Encoded, Outcome::Annotated, Outcome::Trimmed] {
-            report.push(decision(o, None));
+        for o in Outcome::CHANGES {
+            report.push(decision(*o, None));
         }
         for r in Reason::ALL {
             report.push(decision(Outcome::Passthrough(*r), None));

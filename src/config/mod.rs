@@ -7,6 +7,7 @@
 
 mod clean;
 mod error;
+pub mod project;
 mod toon;
 mod trim;
 
@@ -16,6 +17,7 @@ use serde::Deserialize;
 
 pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
+pub use project::{ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, Rules};
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
@@ -40,6 +42,8 @@ pub struct Patch {
     pub clean: CleanPatch,
     #[serde(default)]
     pub trim: TrimPatch,
+    #[serde(default)]
+    pub project: ProjectPatch,
 }
 
 impl Patch {
@@ -58,6 +62,8 @@ struct RawConfig {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimSection,
+    #[serde(default)]
+    project: ProjectSection,
     max_body_bytes: Option<u64>,
     max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
@@ -84,6 +90,8 @@ struct RawServer {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimPatch,
+    #[serde(default)]
+    project: ProjectPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -158,11 +166,18 @@ pub struct Settings {
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
+    /// The query argument and its limit; rules and `queries` are per
+    /// policy, see [`Policy::project`].
+    pub project: ProjectSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
     /// Some layer enables trim: requests must be read for intents.
     trim_anywhere: bool,
+    /// Some layer accepts agent queries: requests must be read for them.
+    queries_anywhere: bool,
+    /// The arguments taken out of `tools/call` requests.
+    stripped_arguments: Vec<String>,
 }
 
 // The marker key never reaches a log line, not even through `{:?}`.
@@ -201,6 +216,8 @@ pub struct Policy {
     pub clean: CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
+    /// Operator rules and whether agent queries apply to this tool.
+    pub project: ProjectPolicy,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -220,10 +237,13 @@ impl Default for Settings {
             legacy_record_ttl_ms: DEFAULT_LEGACY_RECORD_TTL_MS,
             marker_key: String::new(),
             trim: TrimSettings::default(),
+            project: ProjectSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
             trim_anywhere: false,
+            queries_anywhere: false,
+            stripped_arguments: Vec::new(),
         }
     }
 }
@@ -258,6 +278,17 @@ impl Settings {
         raw.clean.validate("clean")?;
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
+        let (project_patch, project) = raw.project.resolve()?;
+        if project.query_argument == trim.intent_argument {
+            // Both go into the same `inputSchema.properties`.
+            return Err(ConfigError::new(
+                "project.query_argument",
+                format!(
+                    "must differ from trim.intent_argument (`{}`)",
+                    trim.intent_argument
+                ),
+            ));
+        }
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
@@ -325,18 +356,35 @@ impl Settings {
                     toon: s.toon,
                     clean: s.clean,
                     trim: s.trim,
+                    project: s.project,
                 },
                 tools: s.tools,
             });
         }
-        let enables = |p: &Patch| p.trim.enabled == Some(true);
-        let trim_anywhere = trim_enabled == Some(true)
-            || raw.tools.values().any(enables)
-            || servers
-                .iter()
-                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
+        let anywhere = |top: bool, enables: &dyn Fn(&Patch) -> bool| {
+            top || raw.tools.values().any(enables)
+                || servers
+                    .iter()
+                    .any(|s| enables(&s.patch) || s.tools.values().any(enables))
+        };
+        let trim_anywhere = anywhere(trim_enabled == Some(true), &|p| {
+            p.trim.enabled == Some(true)
+        });
+        let queries_anywhere = anywhere(project_patch.queries == Some(true), &|p| {
+            p.project.queries == Some(true)
+        });
+        let mut stripped_arguments = Vec::new();
+        if trim_anywhere && trim.advertise_intent {
+            stripped_arguments.push(trim.intent_argument.clone());
+        }
+        if queries_anywhere {
+            stripped_arguments.push(project.query_argument.clone());
+        }
         Ok(Self {
             trim_anywhere,
+            queries_anywhere,
+            stripped_arguments,
+            project,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
@@ -353,6 +401,7 @@ impl Settings {
                 trim: TrimPatch {
                     enabled: trim_enabled,
                 },
+                project: project_patch,
             },
             tools: raw.tools,
             servers,
@@ -374,9 +423,23 @@ impl Settings {
         }
     }
 
+    /// True when some layer accepts agent queries: requests carry them,
+    /// listings advertise the argument and requests lose it.
+    pub fn queries_anywhere(&self) -> bool {
+        self.queries_anywhere
+    }
+
     /// True when `tools/list` responses may change.
     pub fn rewrites_listings(&self) -> bool {
-        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
+        self.annotate_tools
+            || (self.trim_anywhere && self.trim.advertise_intent)
+            || self.queries_anywhere
+    }
+
+    /// The tool arguments taken out of `tools/call` requests before they
+    /// reach the server: the advertised intent and query arguments.
+    pub fn stripped_arguments(&self) -> &[String] {
+        &self.stripped_arguments
     }
 
     /// A name for a server scope that outlives a configuration reload
@@ -420,12 +483,19 @@ impl Settings {
         let mut toon = ToonSettings::default();
         let mut clean = CleanSettings::default();
         let mut trim = false;
+        let mut project = ProjectPolicy::default();
         for layer in layers {
             toon.apply(&layer.toon);
             layer.clean.apply(&mut clean);
             trim = layer.trim.enabled.unwrap_or(trim);
+            layer.project.apply(&mut project);
         }
-        Policy { toon, clean, trim }
+        Policy {
+            toon,
+            clean,
+            trim,
+            project,
+        }
     }
 }
 

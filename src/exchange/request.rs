@@ -1,5 +1,7 @@
 //! The request side: which requests the core reads, and the one rewrite it
-//! makes to them (the intent argument taken out of `tools/call`).
+//! makes to them: the arguments the gateway advertised for itself (the trim
+//! intent, the project query) taken out of `tools/call`
+//! ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)).
 
 use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
@@ -32,7 +34,7 @@ impl Exchange {
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
-            remove_content_length: self.strips_intent(),
+            remove_content_length: self.strips_arguments(),
         }
     }
 
@@ -43,7 +45,7 @@ impl Exchange {
     }
 
     /// One chunk of the request body. The request is only rewritten when
-    /// the intent argument may need to come out; otherwise every chunk goes
+    /// the intent or query argument may need to come out; otherwise every chunk goes
     /// upstream at once and the core keeps a copy. The body is complete at
     /// the end of its JSON value, which may come before the end of the
     /// stream (a body followed by trailers).
@@ -110,27 +112,30 @@ impl Exchange {
         self.request_chunk(&[], true, sessions)
     }
 
-    pub(super) fn strips_intent(&self) -> bool {
-        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    pub(super) fn strips_arguments(&self) -> bool {
+        !self.settings.stripped_arguments().is_empty()
     }
 
     pub(super) fn rewrites_request(&self) -> bool {
-        self.strips_intent() && !self.request_body_fixed
+        self.strips_arguments() && !self.request_body_fixed
     }
 
     /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of the `tools/call`s whose
-    /// tool trims and does not declare that argument itself).
+    /// changed (the plugin's arguments taken out of `tools/call` arguments:
+    /// see [`Exchange::strip_arguments`]).
     fn request_complete(
         &mut self,
         body: &[u8],
         sessions: &mut dyn SessionStore,
     ) -> Option<Vec<u8>> {
-        let arg = self
-            .settings
-            .trim_anywhere()
-            .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::read(body, arg, &self.settings.limits()) else {
+        let s = &self.settings;
+        let declared = mcp::Declared {
+            intent: s.trim_anywhere().then_some(s.trim.intent_argument.as_str()),
+            query: s
+                .queries_anywhere()
+                .then_some(s.project.query_argument.as_str()),
+        };
+        let Some(info) = RequestInfo::read(body, declared, &s.limits()) else {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
@@ -138,7 +143,7 @@ impl Exchange {
             self.report.push(Decision::response(*reason));
         }
         let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
-            self.strip_intent(body, &info, sessions)
+            self.strip_arguments(body, sessions)
         } else {
             None
         };
@@ -157,30 +162,26 @@ impl Exchange {
         rewritten
     }
 
-    /// The body without the intent argument where it is the plugin's: the
-    /// call's tool trims, and no listing showed the tool declaring an
-    /// argument of that name.
-    fn strip_intent(
-        &self,
-        body: &[u8],
-        info: &RequestInfo,
-        sessions: &dyn SessionStore,
-    ) -> Option<Vec<u8>> {
-        let arg = self.settings.trim.intent_argument.as_str();
-        let trims = |tool: Option<&str>| self.settings.policy(self.scope, tool).trim;
-        let calls = info.calls.iter().filter(|c| c.method == mcp::TOOLS_CALL);
-        if !calls.clone().any(|c| trims(c.tool.as_deref())) {
-            return None;
-        }
+    /// The body without the plugin's arguments
+    /// ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)):
+    /// the query from every call, the intent from the calls whose tool
+    /// trims (its resolved policy) and that no listing showed declaring an
+    /// argument of that name itself (issue 13: there it is the tool's).
+    fn strip_arguments(&self, body: &[u8], sessions: &dyn SessionStore) -> Option<Vec<u8>> {
+        let s = &self.settings;
+        let intent = s.trim.intent_argument.as_str();
         let declared = self.declared(sessions);
-        let strips = |tool: Option<&str>| {
+        let strips = |tool: Option<&str>, arg: &str| {
+            if arg != intent {
+                return true;
+            }
             let own = tool
                 .and_then(|t| declared.get(t))
                 .is_some_and(|args| args.iter().any(|a| a == arg));
-            trims(tool) && !own
+            s.policy(self.scope, tool).trim && !own
         };
         let text = std::str::from_utf8(body).ok()?;
-        crate::intent::strip(text, arg, &strips).map(String::into_bytes)
+        crate::intent::strip(text, s.stripped_arguments(), &strips).map(String::into_bytes)
     }
 
     /// The response began before the request body ended. A server may
@@ -191,9 +192,9 @@ impl Exchange {
     /// make the request invalid anyway); otherwise the stream passes.
     /// Call before [`Exchange::response_headers`]; a no-op once the
     /// request ended. Returns the request bytes the core held back (trim
-    /// takes the intent argument out): the request may still go on, and
-    /// they go upstream first, as they came — the server answered without
-    /// them, so a rewrite would be too late.
+    /// and project take their arguments out): the request may still go on,
+    /// and they go upstream first, as they came — the server answered
+    /// without them, so a rewrite would be too late.
     pub fn response_started(&mut self, sessions: &mut dyn SessionStore) -> Vec<u8> {
         if self.phase != Phase::Request {
             return Vec::new();

@@ -101,6 +101,8 @@ pub(super) struct Record {
     t: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     i: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    q: Option<String>,
     /// The intent was past its limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     l: bool,
@@ -217,6 +219,9 @@ impl Exchange {
                 m: c.method.clone(),
                 t: c.tool.clone(),
                 i: c.intent.clone(),
+                q: c.query
+                    .clone()
+                    .filter(|q| q.len() <= self.settings.project.max_query_bytes),
                 l: c.intent_too_long,
                 exp: 0,
             })
@@ -287,6 +292,7 @@ impl Exchange {
                     tool: r.t,
                     intent: r.i,
                     intent_too_long: r.l,
+                    query: r.q,
                 }),
                 None if message
                     .result

@@ -23,6 +23,15 @@ pub struct Call {
     pub intent: Option<String>,
     /// An intent was declared but is longer than the limit: none is used.
     pub intent_too_long: bool,
+    /// The agent's JMESPath query of a `tools/call` (the project stage).
+    pub query: Option<String>,
+}
+
+/// Which declared arguments to read from `tools/call` requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared<'a> {
+    pub intent: Option<&'a str>,
+    pub query: Option<&'a str>,
 }
 
 /// The requests of one body, in order.
@@ -91,16 +100,24 @@ impl RequestInfo {
     /// Like [`RequestInfo::parse`], also reading each call's declared intent
     /// from the argument named `intent_argument`.
     pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
-        Self::read(body, intent_argument, &Limits::NONE)
+        Self::parse_declared(
+            body,
+            Declared {
+                intent: intent_argument,
+                query: None,
+            },
+        )
     }
 
-    /// Like [`RequestInfo::parse_with_intent`], following only the calls
-    /// whose id and tool name are within `limits`.
-    pub fn read(
-        body: &[u8],
-        intent_argument: Option<&str>,
-        limits: &Limits,
-    ) -> Option<RequestInfo> {
+    /// Like [`RequestInfo::parse`], also reading each call's declared
+    /// intent and query from the arguments `declared` names.
+    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
+        Self::read(body, declared, &Limits::NONE)
+    }
+
+    /// Like [`RequestInfo::parse_declared`], following only the calls whose
+    /// id and tool name are within `limits`.
+    pub fn read(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut info = RequestInfo::default();
         // A message that is no object, or has a field twice, is not
@@ -119,24 +136,30 @@ impl RequestInfo {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, declared) = match params {
+            let (tool, intent, query) = match params {
                 Some(p) if method == TOOLS_CALL => (
                     object::<CallParams>(p).and_then(|p| p.name),
-                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .intent
+                        .and_then(|arg| crate::intent::declared(p, arg)),
+                    declared
+                        .query
+                        .and_then(|arg| crate::intent::declared(p, arg)),
                 ),
-                _ => (None, None),
+                _ => (None, None, None),
             };
             if tool.as_ref().is_some_and(|t| t.len() > limits.tool) {
                 info.skipped.push(Reason::ToolNameTooLong);
                 continue;
             }
-            let intent_too_long = declared.as_ref().is_some_and(|i| i.len() > limits.intent);
+            let intent_too_long = intent.as_ref().is_some_and(|i| i.len() > limits.intent);
             info.calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
-                intent: declared.filter(|_| !intent_too_long),
+                intent: intent.filter(|_| !intent_too_long),
                 intent_too_long,
+                query,
             });
         }
         Some(info)
@@ -180,6 +203,7 @@ mod tests {
                 tool: Some("rows".into()),
                 intent: None,
                 intent_too_long: false,
+                query: None,
             }]
         );
     }
@@ -250,7 +274,15 @@ mod tests {
         // At the limit: followed.
         let id16 = format!("\"{}\"", "a".repeat(14));
         let at = call(&id16, &"t".repeat(16), &"x".repeat(16));
-        let r = RequestInfo::read(at.as_bytes(), Some("i"), &limits).unwrap();
+        let r = RequestInfo::read(
+            at.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
         assert_eq!(r.skipped, vec![]);
         assert_eq!(r.calls[0].id, id16);
         assert_eq!(r.calls[0].intent.as_deref(), Some("x".repeat(16).as_str()));
@@ -258,16 +290,40 @@ mod tests {
         // not used.
         let id17 = format!("\"{}\"", "a".repeat(15));
         let past_id = call(&id17, "t", "x");
-        let r = RequestInfo::read(past_id.as_bytes(), Some("i"), &limits).unwrap();
+        let r = RequestInfo::read(
+            past_id.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
         assert_eq!((r.calls.len(), r.skipped), (0, vec![Reason::IdTooLong]));
         let past_tool = call("1", &"t".repeat(17), "x");
-        let r = RequestInfo::read(past_tool.as_bytes(), Some("i"), &limits).unwrap();
+        let r = RequestInfo::read(
+            past_tool.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
         assert_eq!(
             (r.calls.len(), r.skipped),
             (0, vec![Reason::ToolNameTooLong])
         );
         let past_intent = call("1", "t", &"x".repeat(17));
-        let r = RequestInfo::read(past_intent.as_bytes(), Some("i"), &limits).unwrap();
+        let r = RequestInfo::read(
+            past_intent.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
         assert_eq!(r.calls[0].intent, None);
         assert!(r.calls[0].intent_too_long);
     }

@@ -3,6 +3,7 @@
 //! settings.
 
 pub mod clean;
+pub mod project;
 pub mod toon;
 pub mod trim;
 

@@ -849,3 +849,5 @@ mod streams {
         );
     }
 }
+
+mod project;
