@@ -15,11 +15,11 @@
 //!   (`proxy_send_local_response`): `fn send_local_response(&mut self,
 //!   status: u16, headers: &[(&str, &str)], body: &[u8]) -> HostResult<()>`;
 //! - callouts to any cluster: [`LlmRequest::cluster`] already names it;
-//! - shared data with compare-and-swap: `shared_get` returning the CAS
-//!   token beside the value, `shared_set` taking it
-//!   (`proxy_get_shared_data` / `proxy_set_shared_data` carry one);
-//! - random bytes (`wasi:random` through WASI's `random_get`):
-//!   `fn random(&mut self, out: &mut [u8]) -> HostResult<()>`.
+//!
+//! Shared data carries a compare-and-swap version (proxy-wasm
+//! `proxy_get_shared_data` / `proxy_set_shared_data`): a writer that read a
+//! key at version `cas` replaces it only if nobody wrote it since, which is
+//! what keeps one stream from overwriting another's record.
 
 use std::time::SystemTime;
 
@@ -29,6 +29,10 @@ use crate::callout::LlmRequest;
 /// `WasmResult` code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostError(pub u32);
+
+/// `CasMismatch` of the proxy-wasm ABI: a shared-data key changed since it
+/// was read.
+pub const CAS_MISMATCH: HostError = HostError(8);
 
 pub type HostResult<T> = Result<T, HostError>;
 
@@ -112,10 +116,17 @@ pub trait Host {
     /// Lets a paused direction go on (after the callback that calls it).
     fn resume(&mut self, direction: Direction) -> HostResult<()>;
 
-    /// Data shared by every stream of the host (all workers of one Envoy).
-    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>>;
-    /// Stores `value`; an empty value clears the key.
-    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()>;
+    /// Data shared by every stream of the host (all workers of one Envoy):
+    /// the value and its version (never 0), `None` when the key is absent.
+    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>>;
+    /// Stores `value` if the key is still at version `cas` (0: whatever it
+    /// holds, or a new key); [`CAS_MISMATCH`] otherwise. An empty value
+    /// clears the key (proxy-wasm cannot delete one).
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()>;
+
+    /// Fills `out` with random bytes fit for secrets (proxy-wasm: WASI
+    /// `random_get`, which Envoy backs with BoringSSL's `RAND_bytes`).
+    fn random(&mut self, out: &mut [u8]) -> HostResult<()>;
 
     /// Adds `by` to a counter of [`crate::report::all_metrics`].
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()>;

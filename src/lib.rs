@@ -22,6 +22,7 @@ pub mod report;
 pub mod sim;
 pub mod sse;
 pub mod stage;
+pub mod tag;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;

@@ -20,12 +20,19 @@
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
 //! everything up to it and returns a [`Job`]; the host performs
 //! [`Job::callout`] (if any) and hands the reply to [`Job::finish`].
+//!
+//! A trimmed block says so on its first line (trim's note, [`trim::header`]):
+//! on the marker line when TOON encodes the extraction, on a line of its own
+//! otherwise — TOON decides on the extraction alone, and the note costs the
+//! same either way. With `marker_key` the first line of a block that has a
+//! header line ends with its tag ([`crate::tag`]), written last, over the
+//! final text.
 
 use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Mode, Policy, ServerScope, Settings};
+use crate::config::{Header, Mode, Policy, ServerScope, Settings};
 use crate::intent;
 use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
@@ -34,6 +41,10 @@ use crate::report::{Decision, Report};
 use crate::stage::clean::{self, Framing};
 use crate::stage::project::{self, Query, Refusal};
 use crate::stage::{self, trim};
+
+/// One tool of a listing: its name and which of the plugin's arguments its
+/// own schema declares (none: the tool does not).
+pub type Listed = (String, Vec<String>);
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
 pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
@@ -49,6 +60,15 @@ struct Block {
     tool: Option<String>,
     index: usize,
     policy: Policy,
+    /// The result carries `structuredContent`.
+    structured: bool,
+    /// The call declared an intent past `trim.max_intent_bytes`.
+    intent_too_long: bool,
+    /// Trimmed: the note its first line carries (with the tag placeholder
+    /// when a marker key is set).
+    trim_note: Option<String>,
+    /// The first line ends with the tag placeholder: sign it last.
+    tagged: bool,
     /// The agent's JMESPath query, until the project stage takes it.
     query: Option<String>,
     /// The query replaced the text: no trim on top of it.
@@ -128,6 +148,25 @@ impl Block {
         }
     }
 
+    /// A trimmed block whose note TOON did not take onto its marker line
+    /// gets it as a line of its own.
+    fn note_line(&mut self, keyed: bool) {
+        if let Some(note) = self.trim_note.take() {
+            self.text = format!("{note}\n{}", self.text);
+            self.tagged = keyed;
+        }
+    }
+
+    /// Last of all, with a marker key: the tag over the final text.
+    fn sign(&mut self, key: &str) {
+        if !self.tagged {
+            return;
+        }
+        if let Some(signed) = crate::tag::sign(&self.text, key.as_bytes()) {
+            self.text = signed;
+        }
+    }
+
     /// Stage 2, project: the operator's rules, then the agent's query.
     fn project(&mut self, settings: &Settings, report: &mut Report) {
         if !self.policy.project.rules.is_empty() {
@@ -193,6 +232,8 @@ struct TrimPlan {
     /// Positions in `Job::blocks`.
     blocks: Vec<usize>,
     request: trim::LlmRequest,
+    /// The caller's intent, for the trimmed blocks' note.
+    intent: String,
 }
 
 /// A response body between [`start`] and [`Job::finish`].
@@ -202,6 +243,9 @@ pub struct Job {
     edits: Edits,
     blocks: Vec<Block>,
     trim: Option<TrimPlan>,
+    /// The tools of the listings in the body that trim, with the plugin's
+    /// arguments their own schemas declare (see [`crate::exchange`]).
+    listed: Vec<Listed>,
 }
 
 /// Runs the stages over one response body without an LLM endpoint (the CLI,
@@ -213,10 +257,14 @@ pub fn process_response(
     body: &[u8],
     report: &mut Report,
 ) -> Option<Vec<u8>> {
-    start(settings, scope, request, body.to_vec(), report)
-        .ok()?
-        .finish(settings, None, report)
-        .changed()
+    // No randomness, so no trim boundaries: a trim fails open, as it does
+    // here anyway without an endpoint.
+    start(settings, scope, request, body.to_vec(), report, &mut |_| {
+        false
+    })
+    .ok()?
+    .finish(settings, None, report)
+    .changed()
 }
 
 /// A body after the stages: changed, or exactly as it came.
@@ -244,14 +292,16 @@ impl Output {
 }
 
 /// Reads the body, pairs responses with requests, cleans each block and
-/// plans the trim callout. `Err` hands the body back: nothing in it can
-/// change.
+/// plans the trim callout. `random` fills a buffer with random bytes (false
+/// when the host has none): the callout's boundaries. `Err` hands the body
+/// back: nothing in it can change.
 pub fn start(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
     body: Vec<u8>,
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Result<Job, Vec<u8>> {
     let body = match String::from_utf8(body) {
         Ok(b) => b,
@@ -260,25 +310,26 @@ pub fn start(
             return Err(e.into_bytes());
         }
     };
-    match read(settings, scope, request, &body, report) {
+    match read(settings, scope, request, &body, report, random) {
         Some(found) => Ok(found.into_job(body)),
         None => Err(body.into_bytes()),
     }
 }
 
 /// [`start`] on a body the caller keeps (an event's data): `None` when
-/// nothing in it can change, and then the body is not copied (issue 14:
-/// an event that answers none of the calls, or whose result is an error,
-/// costs its scan and nothing more).
+/// nothing in it can change or be learnt, and then the body is not copied
+/// (issue 14: an event that answers none of the calls, or whose result is
+/// an error, costs its scan and nothing more).
 pub fn start_borrowed(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
     body: &str,
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Job> {
-    let found = read(settings, scope, request, body, report)?;
-    let idle = found.blocks.is_empty() && found.edits.is_empty();
+    let found = read(settings, scope, request, body, report, random)?;
+    let idle = found.blocks.is_empty() && found.edits.is_empty() && found.listed.is_empty();
     (!idle).then(|| found.into_job(body.to_string()))
 }
 
@@ -287,6 +338,7 @@ struct Found {
     edits: Edits,
     blocks: Vec<Block>,
     trim: Option<TrimPlan>,
+    listed: Vec<Listed>,
 }
 
 impl Found {
@@ -296,6 +348,7 @@ impl Found {
             edits: self.edits,
             blocks: self.blocks,
             trim: self.trim,
+            listed: self.listed,
         }
     }
 }
@@ -308,10 +361,12 @@ fn read(
     request: &RequestInfo,
     body: &str,
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Found> {
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
+    let mut listed = Vec::new();
     // One pass over the body: messages, results and their items as spans
     // (mcp::scan_response).
     let Some(messages) = mcp::scan_response(body) else {
@@ -334,6 +389,7 @@ fn read(
                 .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
             if let Some(result) = result {
                 listing(settings, scope, body, call, result, &mut edits, report);
+                listed.extend(declaring(settings, scope, result));
             }
         }
     }
@@ -341,11 +397,12 @@ fn read(
         block.clean(report);
         block.project(settings, report);
     }
-    let trim = plan_trim(settings, &blocks, &intents, report);
+    let trim = plan_trim(settings, &blocks, &intents, report, random);
     Some(Found {
         edits,
         blocks,
         trim,
+        listed,
     })
 }
 
@@ -380,6 +437,25 @@ impl Job {
             .0
     }
 
+    /// The trimming tools its listings showed, and which of the plugin's
+    /// arguments each declares itself.
+    pub fn listed(&self) -> &[Listed] {
+        &self.listed
+    }
+
+    /// Goes on without the callout (the stream could not wait for it):
+    /// its blocks are counted under `reason`, and [`Job::finish`] then
+    /// leaves them as clean left them.
+    pub fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
+        if let Some(plan) = self.trim.take() {
+            for &i in &plan.blocks {
+                if let Some(block) = self.blocks.get(i) {
+                    report.push(block.passthrough(Stage::Trim, reason));
+                }
+            }
+        }
+    }
+
     /// Bytes of the body as it came.
     pub fn body_len(&self) -> usize {
         self.body.len()
@@ -403,8 +479,10 @@ impl Job {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
         for block in &mut self.blocks {
-            let encoded = encode(block, budget, report);
+            let encoded = encode(block, settings, budget, report);
+            block.note_line(!settings.marker_key.is_empty());
             block.cap(encoded, report);
+            block.sign(&settings.marker_key);
         }
         for block in &self.blocks {
             if block.changed {
@@ -434,6 +512,7 @@ fn plan_trim(
     blocks: &[Block],
     intents: &[Option<String>],
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<TrimPlan> {
     let t = &settings.trim;
     let mut eligible = Vec::new();
@@ -442,14 +521,25 @@ fn plan_trim(
         {
             continue;
         }
-        if block.queried {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimQueryApplied));
+        let reason = if block.queried {
+            Some(Reason::TrimQueryApplied)
+        } else if intent.is_none() && block.intent_too_long {
+            Some(Reason::TrimIntentTooLong)
         } else if intent.is_none() {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimNoIntent));
+            Some(Reason::TrimNoIntent)
         } else if block.text.len() <= t.threshold_bytes {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimBelowThreshold));
+            Some(Reason::TrimBelowThreshold)
+        } else if block.structured {
+            // Trimming `content` alone would leave it contradicting
+            // `structuredContent`, and trimming that would break the
+            // tool's `outputSchema` (MCP 2025-06-18 "Structured Content").
+            Some(Reason::TrimStructuredContent)
         } else {
-            eligible.push(i);
+            None
+        };
+        match reason {
+            Some(r) => report.push(block.passthrough(Stage::Trim, r)),
+            None => eligible.push(i),
         }
     }
     // One callout per response, for one call's blocks.
@@ -461,12 +551,23 @@ fn plan_trim(
         .collect();
     let chosen = trim::select(t.blocks, &same_call);
     let intent = intents.get(first)?.as_deref()?;
+    let mut bytes = [0u8; trim::BOUNDARY_BYTES];
+    if !random(&mut bytes) {
+        // Without unguessable boundaries the output could forge a part.
+        for &i in &chosen {
+            if let Some(block) = blocks.get(i) {
+                report.push(block.passthrough(Stage::Trim, Reason::TrimUnavailable));
+            }
+        }
+        return None;
+    }
     let texts: Vec<&str> = chosen
         .iter()
         .filter_map(|&i| blocks.get(i).map(|b| b.text.as_str()))
         .collect();
     Some(TrimPlan {
-        request: trim::build_request(t, intent, &texts),
+        request: trim::build_request(t, intent, &texts, &trim::boundary(&bytes)),
+        intent: intent.to_string(),
         blocks: chosen,
     })
 }
@@ -482,6 +583,10 @@ fn apply_trim(
         Some(r) => trim::parse_reply(r, settings.trim.timeout_ms, plan.blocks.len()),
         None => Err(Reason::TrimUnavailable),
     };
+    let mut note = trim::header(&plan.intent, &settings.trim.intent_argument);
+    if !settings.marker_key.is_empty() {
+        note.push_str(&crate::tag::placeholder());
+    }
     for (k, &i) in plan.blocks.iter().enumerate() {
         let Some(block) = blocks.get_mut(i) else {
             continue;
@@ -493,8 +598,22 @@ fn apply_trim(
                 .ok_or(Reason::TrimMalformed),
             Err(r) => Err(*r),
         };
-        match extracted.and_then(|e| trim::guard(&block.text, e).map(|()| e)) {
-            Ok(e) => block.rewrite(Stage::Trim, Outcome::Trimmed, e.to_string(), false, report),
+        match extracted.and_then(|e| trim::guard(&block.text, e, &note).map(|()| e)) {
+            Ok(e) => {
+                // Recorded with its note: the size it reaches the agent at
+                // unless TOON encodes it.
+                let after = note.len() + 1 + e.len();
+                report.push(block.decision(
+                    Stage::Trim,
+                    Outcome::Trimmed,
+                    block.text.len(),
+                    after,
+                    false,
+                ));
+                block.text = e.to_string();
+                block.changed = true;
+                block.trim_note = Some(note.clone());
+            }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }
     }
@@ -502,19 +621,40 @@ fn apply_trim(
 
 /// Stage 3: TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
-/// sent, once an earlier stage changed it). Returns whether it encoded.
-fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Report) -> bool {
+/// sent, once an earlier stage changed it). A trimmed block's note goes on
+/// the emission's marker line (a line of its own for bare TOON); with a
+/// marker key, an untrimmed block's marker line is sized with its tag.
+/// Returns whether it encoded.
+fn encode(
+    block: &mut Block,
+    settings: &Settings,
+    budget: &mut stage::toon::Budget,
+    report: &mut Report,
+) -> bool {
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
         block.span.len()
     };
-    let toon = stage::toon::encode_within(&block.text, wire, &block.policy.toon, budget);
+    let keyed = !settings.marker_key.is_empty();
+    let header = block.policy.toon.header;
+    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
+    let mut settings_toon = std::borrow::Cow::Borrowed(&block.policy.toon);
+    if tags_marker {
+        let marker = format!("{}{}", settings_toon.marker, crate::tag::placeholder());
+        settings_toon.to_mut().marker = std::sync::Arc::from(marker);
+    }
+    let note = block.trim_note.as_deref();
+    let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
     let result = toon.and_then(|emission| {
+        let emission = match note {
+            Some(note) => with_note(emission, note, header),
+            None => emission,
+        };
         // A cap too small for the header and one row would leave an
         // agent a marker and no data: the block goes unencoded instead.
         let max = block.policy.clean.max_text_bytes;
-        let framing = Framing::Toon(block.policy.toon.header);
+        let framing = Framing::Toon(header);
         if max > 0 && !clean::can_hold_first_row(&emission, max, framing) {
             return Err(Reason::CapTooSmall);
         }
@@ -523,6 +663,8 @@ fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Repo
     match result {
         Ok(emission) => {
             block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
+            block.tagged = keyed && (tags_marker || block.trim_note.is_some());
+            block.trim_note = None;
             true
         }
         Err(reason) => {
@@ -530,6 +672,17 @@ fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Repo
             false
         }
     }
+}
+
+/// A TOON emission with a trimmed block's note: at the end of the marker
+/// line, or, for bare TOON, as a line of its own before it.
+fn with_note(emission: String, note: &str, header: Header) -> String {
+    if header == Header::None {
+        return format!("{note}\n{emission}");
+    }
+    let end = emission.find('\n').unwrap_or(emission.len());
+    let (line, rest) = emission.split_at(end);
+    format!("{line} {note}{rest}")
 }
 
 /// The text blocks of one tool result, or the reason there are none.
@@ -564,6 +717,7 @@ fn tool_call_blocks(
         return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
+    let structured = result.structured_content.is_some();
     let mut blocks = Vec::new();
     for (index, item) in content.iter().enumerate() {
         let Some(item) = item else {
@@ -589,6 +743,10 @@ fn tool_call_blocks(
             tool: call.tool.clone(),
             index,
             policy: policy.clone(),
+            structured,
+            intent_too_long: call.intent_too_long,
+            trim_note: None,
+            tagged: false,
             // Queries off everywhere: the argument was neither advertised
             // nor taken out, so it is the server's, not ours.
             query: call.query.clone().filter(|_| settings.queries_anywhere()),
@@ -642,6 +800,26 @@ fn listing(
             });
         }
     }
+}
+
+/// The tools of a listing that trim, with the plugin's argument when
+/// their own schema declares it.
+fn declaring(settings: &Settings, scope: ServerScope, result: &RawValue) -> Vec<Listed> {
+    if !(settings.trim_anywhere() && settings.trim.advertise_intent) {
+        return Vec::new();
+    }
+    let arg = settings.trim.intent_argument.as_str();
+    mcp::tool_entries(result)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|tool| {
+            let name = tool.name.as_deref()?;
+            settings.policy(scope, Some(name)).trim.then(|| {
+                let own = intent::declares(tool, arg).then(|| arg.to_string());
+                (name.to_string(), own.into_iter().collect())
+            })
+        })
+        .collect()
 }
 
 fn annotate(

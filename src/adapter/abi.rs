@@ -212,24 +212,42 @@ pub fn set_property(segments: &[&str], value: &[u8]) -> HostResult<()> {
     status(unsafe { proxy_set_property(p.as_ptr(), p.len(), value.as_ptr(), value.len()) })
 }
 
-pub fn get_shared_data(key: &str) -> HostResult<Option<Vec<u8>>> {
+/// A shared value and its compare-and-swap version.
+pub fn get_shared_data(key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
     let (mut data, mut size, mut cas) = (null_mut(), 0usize, 0u32);
     // SAFETY: `key` is live for the call; out-pointers to locals.
     let code =
         unsafe { proxy_get_shared_data(key.as_ptr(), key.len(), &mut data, &mut size, &mut cas) };
     match code {
-        OK => Ok(Some(owned(data, size))),
+        OK => Ok(Some((owned(data, size), cas))),
         NOT_FOUND => Ok(None),
         other => Err(HostError(other)),
     }
 }
 
-/// Stores a value; no compare-and-swap (cas 0).
-pub fn set_shared_data(key: &str, value: &[u8]) -> HostResult<()> {
+/// Stores a value if the key is still at version `cas` (0: whatever it
+/// holds).
+pub fn set_shared_data(key: &str, value: &[u8], cas: u32) -> HostResult<()> {
     // SAFETY: `key` and `value` are live slices for the call.
     status(unsafe {
-        proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), 0)
+        proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), cas)
     })
+}
+
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    /// WASI preview 1 `random_get` (proxy-wasm-cpp-host answers it with
+    /// BoringSSL's `RAND_bytes`); returns a WASI errno, 0 on success.
+    fn random_get(buf: *mut u8, len: usize) -> u16;
+}
+
+/// Fills `out` with random bytes from the host.
+pub fn random(out: &mut [u8]) -> HostResult<()> {
+    // SAFETY: `out` is a live, writable slice for the call.
+    match unsafe { random_get(out.as_mut_ptr(), out.len()) } {
+        0 => Ok(()),
+        errno => Err(HostError(u32::from(errno))),
+    }
 }
 
 /// Starts an HTTP call to an Envoy cluster; returns its token.

@@ -151,6 +151,8 @@ pub extern "C" fn proxy_on_configure(root: u32, size: usize) -> u32 {
 
 #[no_mangle]
 pub extern "C" fn proxy_on_request_headers(id: u32, _headers: usize, end: u32) -> u32 {
+    #[cfg(feature = "fault-injection")]
+    super::fault::maybe_trap();
     answer(stream(id, Action::Continue, |d, h| {
         d.request_headers(h, end != 0)
     }))

@@ -129,12 +129,16 @@ impl Host for Envoy {
         Ok(())
     }
 
-    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>> {
+    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
         abi::get_shared_data(key)
     }
 
-    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()> {
-        abi::set_shared_data(key, value)
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
+        abi::set_shared_data(key, value, cas)
+    }
+
+    fn random(&mut self, out: &mut [u8]) -> HostResult<()> {
+        abi::random(out)
     }
 
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()> {

@@ -35,12 +35,13 @@ pub enum Call {
     Resume,
     SharedGet,
     SharedSet,
+    Random,
     Count,
     Gauge,
 }
 
 impl Call {
-    pub const ALL: [Call; 13] = [
+    pub const ALL: [Call; 14] = [
         Call::Header,
         Call::SetHeader,
         Call::RemoveHeader,
@@ -52,6 +53,7 @@ impl Call {
         Call::Resume,
         Call::SharedGet,
         Call::SharedSet,
+        Call::Random,
         Call::Count,
         Call::Gauge,
     ];
@@ -87,7 +89,13 @@ pub struct MemoryHost {
     /// `xds.route_name` and the like, keyed by the path's segments joined
     /// with `.`.
     pub properties: HashMap<String, Vec<u8>>,
-    pub shared: HashMap<String, Vec<u8>>,
+    /// Shared data: value and compare-and-swap version.
+    pub shared: HashMap<String, (Vec<u8>, u32)>,
+    /// The last version handed out (versions are never 0).
+    shared_version: u32,
+    /// State of the random bytes: a counter, not secret (this host makes no
+    /// callouts outside tests), so runs repeat.
+    random_state: u64,
     pub counters: HashMap<String, u64>,
     pub gauges: HashMap<String, u64>,
     /// Accept callouts (else `dispatch` is refused: a host without an HTTP
@@ -227,6 +235,8 @@ impl MemoryHost {
                 (None, Vec::new())
             }
             LlmReply::NotSent => (None, Vec::new()),
+            // A body that large, for the driver to measure and not read.
+            LlmReply::TooLarge { status, bytes } => (Some(*status), vec![b' '; *bytes]),
         };
         let size = body.len();
         self.reply = Some((status, body));
@@ -405,14 +415,38 @@ impl Host for MemoryHost {
         Ok(())
     }
 
-    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>> {
+    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
         self.check(Call::SharedGet)?;
         Ok(self.shared.get(key).cloned())
     }
 
-    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()> {
+    /// As Envoy's `SharedData::set`: a non-zero `cas` must match the key's
+    /// version; every write gets a new one.
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
         self.check(Call::SharedSet)?;
-        self.shared.insert(key.to_string(), value.to_vec());
+        if let Some((_, version)) = self.shared.get(key) {
+            if cas != 0 && cas != *version {
+                return Err(crate::host::CAS_MISMATCH);
+            }
+        }
+        self.shared_version = self.shared_version.wrapping_add(1).max(1);
+        self.shared
+            .insert(key.to_string(), (value.to_vec(), self.shared_version));
+        Ok(())
+    }
+
+    /// splitmix64 over a counter: distinct bytes on every call.
+    fn random(&mut self, out: &mut [u8]) -> HostResult<()> {
+        self.check(Call::Random)?;
+        for chunk in out.chunks_mut(8) {
+            self.random_state = self.random_state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.random_state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            let bytes = z.to_le_bytes();
+            chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or_default());
+        }
         Ok(())
     }
 

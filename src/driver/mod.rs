@@ -41,8 +41,8 @@ use side::{Side, Site};
 
 use crate::callout::LlmReply;
 use crate::config::{Settings, StreamInfo};
-use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan, SessionStore};
-use crate::host::{Action, Body, Direction, Headers, Host, LogLevel};
+use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan, SessionStore, Unstored};
+use crate::host::{Action, Body, Direction, Headers, Host, LogLevel, CAS_MISMATCH};
 use crate::outcome::Reason;
 
 /// Gauge: the most response bytes one stream held between callbacks on
@@ -82,11 +82,11 @@ pub struct Driver {
     callout: Option<SystemTime>,
 }
 
-/// The host's shared data as the exchange's session store.
+/// The host's shared data, clock and randomness as the exchange's store.
 struct Shared<'a>(&'a mut dyn Host);
 
 impl SessionStore for Shared<'_> {
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
+    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
         // A record the host will not give back: the result's shape decides.
         self.0.shared_get(key).unwrap_or_else(|e| {
             self.0.log(
@@ -97,14 +97,39 @@ impl SessionStore for Shared<'_> {
         })
     }
 
-    fn set(&mut self, key: &str, value: &[u8]) {
-        if let Err(e) = self.0.shared_set(key, value) {
-            // The GET stream then falls back to the result's shape.
-            self.0.log(
-                LogLevel::Debug,
-                &format!("mcp-toon: shared data write refused ({e:?})"),
-            );
+    fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored> {
+        match self.0.shared_set(key, value, cas) {
+            Ok(()) => Ok(()),
+            Err(CAS_MISMATCH) => Err(Unstored::Changed),
+            Err(e) => {
+                // The GET stream then falls back to the result's shape.
+                self.0.log(
+                    LogLevel::Debug,
+                    &format!("mcp-toon: shared data write refused ({e:?})"),
+                );
+                Err(Unstored::Refused)
+            }
         }
+    }
+
+    fn random(&mut self, out: &mut [u8]) -> bool {
+        match self.0.random(out) {
+            Ok(()) => true,
+            Err(e) => {
+                self.0.log(
+                    LogLevel::Debug,
+                    &format!("mcp-toon: random bytes refused ({e:?})"),
+                );
+                false
+            }
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.0
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }
 
@@ -223,20 +248,22 @@ impl Driver {
                 let r = host.set_header(Headers::Response, SUMMARY_HEADER, &summary);
                 best_effort(host, "the summary header", r);
             }
-            self.exchange.response_headers(ResponseHead::default());
+            self.exchange
+                .response_headers(ResponseHead::default(), &mut Shared(host));
             return self.settle(host);
         }
         let get = |name: &str| header(host, Headers::Response, name);
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
         let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());
-        let plan = self.exchange.response_headers(ResponseHead {
+        let head = ResponseHead {
             status,
             content_type: content_type.as_deref(),
             content_encoding: content_encoding.as_deref(),
             content_length,
             end_of_stream,
-        });
+        };
+        let plan = self.exchange.response_headers(head, &mut Shared(host));
         let ResponsePlan::Rewrite { hold_headers } = plan else {
             return self.settle(host);
         };
@@ -282,6 +309,11 @@ impl Driver {
             Some(status) if body_size == 0 => LlmReply::Response {
                 status,
                 body: Vec::new(),
+            },
+            // Not read: the VM would hold it whole.
+            Some(status) if body_size > self.exchange.max_reply_bytes() => LlmReply::TooLarge {
+                status,
+                bytes: body_size,
             },
             Some(status) => match host.body(Body::CalloutReply, 0, body_size) {
                 Ok(body) => LlmReply::Response { status, body },

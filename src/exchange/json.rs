@@ -2,13 +2,18 @@
 //! through the pipeline in one piece.
 
 use super::collect::Collecting;
-use super::{Exchange, Flow, Out, Phase, Step};
+use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output};
 use crate::stage::toon::Budget;
 
 impl Exchange {
-    pub(super) fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+    pub(super) fn json_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         let kept = !self.response_body.bytes.is_empty();
         let max = self.settings.max_body_bytes;
         match self.response_body.push(chunk, end_of_stream, max) {
@@ -38,39 +43,49 @@ impl Exchange {
                 step.content_length = self.final_length(None);
                 step
             }
-            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept),
+            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept, sessions),
         }
     }
 
     /// The whole JSON value is in: run the stages. `after`: the bytes that
     /// followed the value in its last chunk (whitespace). `one_chunk`: the
     /// body and `after` are exactly the chunk at hand.
-    fn json_end(&mut self, body: Vec<u8>, after: Vec<u8>, one_chunk: bool) -> Step {
+    fn json_end(
+        &mut self,
+        body: Vec<u8>,
+        after: Vec<u8>,
+        one_chunk: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         self.phase = Phase::Done;
-        match pipeline::start(
+        let started = pipeline::start(
             &self.settings,
             self.scope,
             &self.request,
             body,
             &mut self.report,
-        ) {
-            Err(_) if one_chunk => self.unchanged_chunk(),
-            Err(original) => self.final_body(Output::Unchanged(original), None, after),
-            Ok(job) => match job.callout().cloned() {
-                // Everything waits for the reply, which sends the body.
-                Some(request) => {
-                    self.job = Some((job, after));
-                    Step::swallow(Flow::Pause).with_callout(request)
-                }
-                None => match job.finish_keeping_original(
-                    &self.settings,
-                    None,
-                    &mut Budget::per_response(),
-                    &mut self.report,
-                ) {
-                    (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
-                    (out, original) => self.final_body(out, original, after),
-                },
+            &mut |out| sessions.random(out),
+        );
+        let job = match started {
+            Err(_) if one_chunk => return self.unchanged_chunk(),
+            Err(original) => return self.final_body(Output::Unchanged(original), None, after),
+            Ok(job) => job,
+        };
+        self.learn(job.listed(), sessions);
+        match job.callout().cloned() {
+            // Everything waits for the reply, which sends the body.
+            Some(request) => {
+                self.job = Some((job, after));
+                Step::swallow(Flow::Pause).with_callout(request)
+            }
+            None => match job.finish_keeping_original(
+                &self.settings,
+                None,
+                &mut Budget::per_response(),
+                &mut self.report,
+            ) {
+                (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
+                (out, original) => self.final_body(out, original, after),
             },
         }
     }

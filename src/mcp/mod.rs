@@ -9,7 +9,7 @@ mod response;
 mod scan;
 
 pub use edit::Edits;
-pub use request::{Call, CallIndex, Declared, RequestInfo};
+pub use request::{Call, CallIndex, Declared, Limits, RequestInfo};
 pub use response::{
     parse_messages, text_items, tool_entries, tool_result, ContentItem, Message, ToolEntry,
     ToolResult,

@@ -13,7 +13,10 @@ Sources of the modelled behaviour (cited at each rule below):
 - [spec]   proxy-wasm/spec @3a844b8, abi-versions/v0.2.1/README.md
 - [cpp]    proxy-wasm/proxy-wasm-cpp-host @52a0291: src/exports.cc (argument
            checks and statuses), src/context.cc (callback order, result
-           conversion), src/wasm.cc (VM start)
+           conversion), src/wasm.cc (VM start); [cpp shared_data]:
+           src/shared_data.cc (compare-and-swap versions). WASI, random_get
+           included, is Wasmtime's (random bytes from the OS, as Envoy's
+           host answers from BoringSSL)
 - [envoy]  envoyproxy/envoy @b40935ac: source/extensions/common/wasm/context.cc
            (buffers, header maps, filter callbacks, continue_stream, callouts)
 - [filter] envoyproxy/envoy envoy/http/filter.h (FilterHeadersStatus /
@@ -263,6 +266,8 @@ class Vm:
         self.logs: list[tuple[int, str]] = []
         self.unexpected: list[str] = []
         self.shared: dict[bytes, tuple[bytes, int]] = {}
+        # [cpp shared_data] one version counter for every key (nextCas).
+        self.cas = 0
         self.metrics: dict[int, tuple[int, str, int]] = {}  # id -> (type, name, value)
         self.callouts: dict[int, Callout] = {}
         self.next_token = 1
@@ -631,7 +636,10 @@ class Vm:
         entry = self.shared.get(key)
         if cas and entry is not None and entry[1] != cas:
             return Status.CAS_MISMATCH, key.decode("latin-1")
-        self.shared[key] = (self._read(caller, vptr, vsize), (entry[1] + 1) if entry else 1)
+        # [cpp shared_data]: a new key takes any `cas`; every write gets the
+        # next version of one process-wide counter, never 0.
+        self.cas = (self.cas + 1) & 0xFFFFFFFF or 1
+        self.shared[key] = (self._read(caller, vptr, vsize), self.cas)
         return Status.OK, key.decode("latin-1")
 
     def _proxy_define_metric(self, caller, kind, ptr, size, id_ptr):

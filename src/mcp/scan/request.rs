@@ -10,19 +10,33 @@
 //! refuse a key they cannot decode. `params` is read before its message's
 //! `method` may be known, so it is read for every message and kept for a
 //! `tools/call`.
+//!
+//! A call whose id or tool name is past its [`Limits`] is not followed but
+//! counted (`RequestInfo::skipped`), as the serde reference does (issue 13):
+//! the id is measured as its JSON text, before a copy of it is made.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{Field, Scanner};
-use crate::mcp::{id_key, Call, Declared, TOOLS_CALL};
+use crate::mcp::{id_key, Call, Declared, Limits, RequestInfo, TOOLS_CALL};
+use crate::outcome::Reason;
 
 /// The calls of a request body (notifications, with no id, and messages
-/// with no method are skipped), or `None` when it is not one JSON object
-/// or an array of objects, or a message has a field twice, or a `method`
-/// that is not a string.
-pub fn request(text: &str, declared: Declared<'_>) -> Option<Vec<Call>> {
-    Scanner::body(text, |s| s.call(declared))
+/// with no method are skipped; calls past `limits` are counted in
+/// `skipped`), or `None` when it is not one JSON object or an array of
+/// objects, or a message has a field twice, or a `method` that is not a
+/// string.
+pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
+    let read = Scanner::body(text, |s| s.call(declared, limits))?;
+    let mut info = RequestInfo::default();
+    for call in read {
+        match call {
+            Ok(call) => info.calls.push(call),
+            Err(reason) => info.skipped.push(reason),
+        }
+    }
+    Some(info)
 }
 
 /// What `params` says, read as both structs.
@@ -41,7 +55,9 @@ struct Found {
 }
 
 impl<'a> Scanner<'a> {
-    fn call(&mut self, arg: Declared<'_>) -> Option<Option<Call>> {
+    /// One message: `Some(None)` when it is no call, `Err` for a call past
+    /// `limits`.
+    fn call(&mut self, arg: Declared<'_>, limits: &Limits) -> Option<Option<Result<Call, Reason>>> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -72,11 +88,18 @@ impl<'a> Scanner<'a> {
             }
             _ => s.value(),
         })?;
-        let id = id
-            .value
-            .and_then(|raw| serde_json::from_str(raw).ok())
-            .and_then(id_key);
-        let (Some(id), Some(method)) = (id, method.value) else {
+        let (Some(raw_id), Some(method)) = (id.value, method.value) else {
+            return Some(None);
+        };
+        // Measured before the canonical copy is made.
+        if raw_id.len() > limits.id {
+            return Some(Some(Err(Reason::IdTooLong)));
+        }
+        let id = serde_json::from_str(raw_id)
+            .ok()
+            .and_then(id_key)
+            .filter(|id| id.len() <= limits.id);
+        let Some(id) = id else {
             return Some(None);
         };
         let params = if method == TOOLS_CALL {
@@ -84,13 +107,21 @@ impl<'a> Scanner<'a> {
         } else {
             Params::default()
         };
-        Some(Some(Call {
+        if params.tool.as_ref().is_some_and(|t| t.len() > limits.tool) {
+            return Some(Some(Err(Reason::ToolNameTooLong)));
+        }
+        let intent_too_long = params
+            .intent
+            .as_ref()
+            .is_some_and(|i| i.len() > limits.intent);
+        Some(Some(Ok(Call {
             id,
             method: method.into_owned(),
             tool: params.tool,
-            intent: params.intent,
+            intent: params.intent.filter(|_| !intent_too_long),
+            intent_too_long,
             query: params.query,
-        }))
+        })))
     }
 
     /// A `params` value (skipped whole).

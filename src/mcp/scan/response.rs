@@ -29,6 +29,9 @@ pub struct ToolShape<'a> {
     /// object with a string (or absent) `type`, or names a field twice.
     pub content: Option<Vec<Option<Item<'a>>>>,
     pub is_error: Option<bool>,
+    /// The text of `structuredContent`, when it is there and not `null`
+    /// (MCP 2025-06-18): a changed `content` must not contradict it.
+    pub structured_content: Option<&'a str>,
 }
 
 /// A content item.
@@ -117,6 +120,7 @@ impl<'a> Scanner<'a> {
         }
         let mut content: Field<Vec<Option<Item<'a>>>> = Field::default();
         let mut is_error: Field<bool> = Field::default();
+        let mut structured: Field<&'a str> = Field::default();
         let mut shaped = true;
         self.object(|s, key| match key.as_deref() {
             None => {
@@ -159,11 +163,17 @@ impl<'a> Scanner<'a> {
                 shaped &= is_error.set(v).is_some();
                 Some(())
             }
+            Some("structuredContent") => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                shaped &= structured.set(v).is_some();
+                Some(())
+            }
             _ => s.value(),
         })?;
         Some(shaped.then_some(ToolShape {
             content: content.value,
             is_error: is_error.value,
+            structured_content: structured.value,
         }))
     }
 

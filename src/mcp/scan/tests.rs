@@ -7,12 +7,13 @@
 
 use super::response as scan;
 use crate::mcp::request::by_serde::parse as by_serde_request;
-use crate::mcp::{parse_messages, text_items, tool_result, Declared, RequestInfo};
+use crate::mcp::{parse_messages, text_items, tool_result, Declared, Limits};
+use crate::outcome::Reason;
 
 mod generated;
 
 type ItemView = Option<(Option<String>, Option<String>)>;
-type ToolView = Option<(Option<Vec<ItemView>>, Option<bool>)>;
+type ToolView = Option<(Option<Vec<ItemView>>, Option<bool>, Option<String>)>;
 type View = Vec<(Option<String>, bool, Option<String>, ToolView)>;
 
 fn by_serde(text: &str) -> Option<View> {
@@ -35,7 +36,8 @@ fn by_serde(text: &str) -> Option<View> {
                             })
                             .collect()
                     });
-                    (content, t.is_error)
+                    let structured = t.structured_content.map(|s| s.get().to_string());
+                    (content, t.is_error, structured)
                 });
                 (
                     m.id.clone(),
@@ -67,7 +69,8 @@ fn by_scan(text: &str) -> Option<View> {
                             })
                             .collect()
                     });
-                    (content, t.is_error)
+                    let structured = t.structured_content.map(str::to_string);
+                    (content, t.is_error, structured)
                 });
                 (
                     m.id,
@@ -93,11 +96,37 @@ pub(super) fn same(text: &str) {
     ];
     for (intent, query) in declared {
         let arg = Declared { intent, query };
-        let scanned = super::request(text, arg).map(|calls| RequestInfo { calls });
-        let serde = by_serde_request(text.as_bytes(), arg);
+        let scanned = super::request(text, arg, &Limits::NONE);
+        let serde = by_serde_request(text.as_bytes(), arg, &Limits::NONE);
         assert_eq!(scanned, serde, "{arg:?} {text:?}");
     }
+    // Ids, tool names and intents past limits small enough to meet: the
+    // same calls skipped, for the same reasons (issue 13).
+    let arg = Declared {
+        intent: Some("expected_info"),
+        query: Some("q"),
+    };
+    for limits in TIGHT {
+        let scanned = super::request(text, arg, limits);
+        let serde = by_serde_request(text.as_bytes(), arg, limits);
+        assert_eq!(scanned, serde, "{limits:?} {text:?}");
+    }
 }
+
+/// Limits the hand-made bodies meet: ids of one to four bytes of JSON
+/// text, short tool names and intents.
+const TIGHT: &[Limits] = &[
+    Limits {
+        id: 1,
+        tool: 3,
+        intent: 2,
+    },
+    Limits {
+        id: 4,
+        tool: 4,
+        intent: 1,
+    },
+];
 
 const BODIES: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"[{\"a\":1},{\"a\":2}]"}],"isError":false}}"#,
@@ -202,18 +231,35 @@ fn a_call_is_read() {
         intent: Some("expected_info"),
         query: Some("q"),
     };
-    let calls = super::request(REQUESTS[0], arg).unwrap();
+    let calls = super::request(REQUESTS[0], arg, &Limits::NONE)
+        .unwrap()
+        .calls;
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].id, "7");
     assert_eq!(calls[0].tool.as_deref(), Some("rows"));
     assert_eq!(calls[0].intent.as_deref(), Some("ids"));
-    let calls = super::request(REQUESTS[2], arg).unwrap();
+    let calls = super::request(REQUESTS[2], arg, &Limits::NONE)
+        .unwrap()
+        .calls;
     assert_eq!(calls[0].intent.as_deref(), Some("m"));
-    let calls = super::request(REQUESTS[29], arg).unwrap();
+    let calls = super::request(REQUESTS[29], arg, &Limits::NONE)
+        .unwrap()
+        .calls;
     assert_eq!(calls[0].query.as_deref(), Some("[0].id"));
     assert_eq!(calls[0].intent.as_deref(), Some("m"));
-    let listed = super::request(REQUESTS[1], Declared::default()).unwrap();
+    let listed = super::request(REQUESTS[1], Declared::default(), &Limits::NONE)
+        .unwrap()
+        .calls;
     assert_eq!(listed[0].id, "\"ab\"");
+    // And the tight limits are met: a call skipped for its id, one for its
+    // tool name, an intent not used.
+    let by_id = super::request(REQUESTS[1], Declared::default(), &TIGHT[0]).unwrap();
+    assert!(by_id.skipped.contains(&Reason::IdTooLong), "{by_id:?}");
+    let by_tool = super::request(REQUESTS[0], arg, &TIGHT[0]).unwrap();
+    assert_eq!(by_tool.skipped, vec![Reason::ToolNameTooLong]);
+    let by_intent = super::request(REQUESTS[0], arg, &TIGHT[1]).unwrap();
+    assert_eq!(by_intent.calls[0].intent, None);
+    assert!(by_intent.calls[0].intent_too_long);
 }
 
 #[test]
