@@ -222,13 +222,15 @@ pub struct Policy {
 
 impl Policy {
     /// No stage can change a result under this policy: TOON off, every
-    /// clean transform and the cap off, no trim. A call under it is decided
-    /// at its request, and its response is never read.
+    /// clean transform and the cap off, no trim, no operator projection
+    /// rules. A call under it that carries no query of the agent's is
+    /// decided at its request, and its response is never read.
     pub fn changes_nothing(&self) -> bool {
         self.toon.mode == Mode::Off
             && self.clean.all_off()
             && self.clean.max_text_bytes == 0
             && !self.trim
+            && self.project.rules.is_empty()
     }
 }
 

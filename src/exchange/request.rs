@@ -169,15 +169,19 @@ impl Exchange {
     }
 
     /// No stage can change any answer to these calls: each is a
-    /// `tools/call` whose tool's policy changes nothing, and no listing
-    /// is rewritten. Then the response is never read (DESIGN "Off means
+    /// `tools/call` whose tool's policy changes nothing and that carries
+    /// no query (answered, or refused with a note, by the project stage),
+    /// and no listing is rewritten. Then the response is never read (DESIGN "Off means
     /// off, and costs (almost) nothing").
     fn answers_unchanged(&self, info: &RequestInfo) -> bool {
         info.calls.iter().all(|c| match c.method.as_str() {
-            mcp::TOOLS_CALL => self
-                .settings
-                .policy(self.scope, c.tool.as_deref())
-                .changes_nothing(),
+            mcp::TOOLS_CALL => {
+                c.query.is_none()
+                    && self
+                        .settings
+                        .policy(self.scope, c.tool.as_deref())
+                        .changes_nothing()
+            }
             mcp::TOOLS_LIST => !self.settings.rewrites_listings(),
             _ => true,
         })
