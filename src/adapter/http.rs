@@ -12,13 +12,12 @@ use super::abi::{self, Buffer, Headers};
 use super::host::{Metrics, SharedData};
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::{Exchange, Flow, RequestHead, ResponseHead, ResponsePlan, Step};
+use crate::report::SUMMARY_HEADER;
 use crate::stage::trim::LlmReply;
 
 /// Filter-state key of the decision record; Envoy stores it as
 /// `wasm.mcp_toon`, readable with `%FILTER_STATE(wasm.mcp_toon:PLAIN)%`.
 const RECORD_PROPERTY: &str = "mcp_toon";
-/// Response header summarising the decisions when headers were held.
-const SUMMARY_HEADER: &str = "x-mcp-toon";
 /// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
 /// plugin sets these properties to a non-empty value in the matching header
 /// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary

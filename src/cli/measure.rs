@@ -185,6 +185,7 @@ pub fn measure_body(
                 method: mcp::TOOLS_CALL.to_string(),
                 tool: target.tool.clone(),
                 intent: None,
+                arguments: None,
             })
             .collect(),
     };

@@ -614,6 +614,8 @@ mod streams {
     #[derive(Default)]
     struct Shared(HashMap<String, Vec<u8>>);
 
+    impl crate::page::PageHost for Shared {}
+
     impl SessionStore for Shared {
         fn get(&self, key: &str) -> Option<Vec<u8>> {
             self.0.get(key).cloned()

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use super::{id_key, TOOLS_CALL};
 
 /// One request (not a notification: those have no id and no response).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Call {
     pub id: String,
     pub method: String,
@@ -18,6 +18,10 @@ pub struct Call {
     pub tool: Option<String>,
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
+    /// `params.arguments` of a `tools/call` as sent, when at most
+    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
+    /// carries them to call the tool again.
+    pub arguments: Option<String>,
 }
 
 /// The requests of one body, in order.
@@ -37,8 +41,10 @@ struct RawRequest<'a> {
 }
 
 #[derive(Deserialize)]
-struct CallParams {
+struct CallParams<'a> {
     name: Option<String>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 impl RequestInfo {
@@ -66,20 +72,29 @@ impl RequestInfo {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, intent) = match params {
-                Some(p) if method == TOOLS_CALL => (
-                    serde_json::from_str::<CallParams>(p.get())
-                        .ok()
-                        .and_then(|p| p.name),
-                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
-                ),
-                _ => (None, None),
+            let (tool, arguments, intent) = match params {
+                Some(p) if method == TOOLS_CALL => {
+                    let parsed = serde_json::from_str::<CallParams>(p.get()).ok();
+                    let arguments = parsed
+                        .as_ref()
+                        .and_then(|c| c.arguments)
+                        .map(|a| a.get())
+                        .filter(|a| a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                        .map(str::to_string);
+                    (
+                        parsed.and_then(|c| c.name),
+                        arguments,
+                        intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                    )
+                }
+                _ => (None, None, None),
             };
             calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
                 intent,
+                arguments,
             });
         }
         Some(RequestInfo { calls })
@@ -109,7 +124,8 @@ mod tests {
                 id: "7".into(),
                 method: "tools/call".into(),
                 tool: Some("rows".into()),
-                intent: None
+                intent: None,
+                arguments: Some("{}".into()),
             }]
         );
     }
