@@ -25,8 +25,8 @@ use crate::config::{Mode, Policy, ServerScope, Settings, MARKER_PREFIX};
 use crate::intent;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
-use crate::report::{Decision, Report};
 use crate::page::PageHost;
+use crate::report::{Decision, Report};
 use crate::stage::clean::{self, Framing};
 use crate::stage::{self, trim};
 
@@ -322,7 +322,14 @@ impl Job {
             let Ok(result) = serde_json::from_str::<&RawValue>(text) else {
                 continue;
             };
-            budget::listing(settings, self.scope, &self.body, result, cx, &mut self.edits);
+            budget::listing(
+                settings,
+                self.scope,
+                &self.body,
+                result,
+                cx,
+                &mut self.edits,
+            );
         }
         for block in &self.blocks {
             if block.changed && !block.written {
@@ -381,7 +388,14 @@ pub fn final_items(
         }],
     };
     let mut report = Report::default();
-    let mut job = start(settings, scope, &request, message.as_bytes().to_vec(), &mut report).ok()?;
+    let mut job = start(
+        settings,
+        scope,
+        &request,
+        message.as_bytes().to_vec(),
+        &mut report,
+    )
+    .ok()?;
     job.trim = None;
     if job.blocks.is_empty() {
         return None;

@@ -45,6 +45,7 @@ pub fn run(
         path: "/mcp",
         content_type: Some("application/json"),
         accept: Some("application/json, text/event-stream"),
+        headers: &[],
         end_of_stream: request.is_empty(),
     });
     let mut request_sent = Vec::new();

@@ -33,10 +33,7 @@ fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     for p in entries {
         if p.is_dir() {
             files(&p, exts, out);
-        } else if p
-            .extension()
-            .is_some_and(|e| exts.iter().any(|x| e == *x))
-        {
+        } else if p.extension().is_some_and(|e| exts.iter().any(|x| e == *x)) {
             out.push(p);
         }
     }
@@ -48,19 +45,34 @@ fn corpus() -> Vec<(String, String)> {
     let name = |p: &Path| p.strip_prefix(&root).unwrap().display().to_string();
     let mut out = Vec::new();
     let mut paths = Vec::new();
-    files(&root.join("bench/estimator"), &["json", "txt", "html", "patch", "log", "ndjson", "md", "csv", "sql"], &mut paths);
+    files(
+        &root.join("bench/estimator"),
+        &[
+            "json", "txt", "html", "patch", "log", "ndjson", "md", "csv", "sql",
+        ],
+        &mut paths,
+    );
     files(&root.join("src"), &["rs"], &mut paths);
     files(&root.join("examples"), &["py", "yaml"], &mut paths);
     files(&root.join("tests/e2e"), &["py"], &mut paths);
     for p in paths {
         out.push((name(&p), std::fs::read_to_string(&p).unwrap()));
     }
-    out.push(("README.md".into(), std::fs::read_to_string(root.join("README.md")).unwrap()));
+    out.push((
+        "README.md".into(),
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+    ));
     let mut corpus = Vec::new();
     files(&root.join("bench/corpus"), &["json"], &mut corpus);
     for p in corpus {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-        for (i, item) in v["result"]["content"].as_array().unwrap().iter().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        for (i, item) in v["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             if let Some(t) = item["text"].as_str() {
                 out.push((format!("{}#{i}", name(&p)), t.to_string()));
             }
@@ -85,7 +97,8 @@ fn slices(text: &str) -> Vec<&str> {
     let mut start = 0;
     while start < text.len() {
         let mut end = (start + SLICE_BYTES).min(text.len());
-        while end < text.len() && (text.as_bytes()[end - 1] != b'\n' || !text.is_char_boundary(end)) {
+        while end < text.len() && (text.as_bytes()[end - 1] != b'\n' || !text.is_char_boundary(end))
+        {
             end += 1;
         }
         out.push(&text[start..end]);
@@ -131,7 +144,9 @@ fn estimator_never_undercounts_beyond_the_bound() {
         let r = est as f64 / real as f64;
         docs.push(r);
         if r < floor {
-            failures.push(format!("{name}: estimate {est}, o200k_base {real} ({r:.3})"));
+            failures.push(format!(
+                "{name}: estimate {est}, o200k_base {real} ({r:.3})"
+            ));
         }
         for (i, s) in slices(&text).into_iter().enumerate() {
             let real = tok.count(s);
@@ -153,6 +168,13 @@ fn estimator_never_undercounts_beyond_the_bound() {
         est_total as f64 / real_total as f64
     );
     assert!(docs.len() > 100, "corpus too small: {}", docs.len());
-    assert!(failures.is_empty(), "under-counted beyond {MAX_UNDERCOUNT_PCT} %:\n{}", failures.join("\n"));
-    assert!(median <= 1.15, "median over-count {median:.3}: tune the estimator down");
+    assert!(
+        failures.is_empty(),
+        "under-counted beyond {MAX_UNDERCOUNT_PCT} %:\n{}",
+        failures.join("\n")
+    );
+    assert!(
+        median <= 1.15,
+        "median over-count {median:.3}: tune the estimator down"
+    );
 }

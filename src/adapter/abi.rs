@@ -21,6 +21,8 @@ type HostResult<T> = Result<T, HostError>;
 
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
+/// `WasmResult::CasMismatch`: the key changed since it was read.
+pub const CAS_MISMATCH: u32 = 8;
 
 /// `BufferType` of the ABI.
 #[derive(Clone, Copy)]
@@ -99,10 +101,30 @@ extern "C" {
         cas: u32,
     ) -> u32;
     fn proxy_continue_stream(stream: u32) -> u32;
+    fn proxy_get_header_map_pairs(kind: u32, data: *mut *mut u8, size: *mut usize) -> u32;
+    fn proxy_send_local_response(
+        status: u32,
+        details: *const u8,
+        details_len: usize,
+        body: *const u8,
+        body_len: usize,
+        headers: *const u8,
+        headers_len: usize,
+        grpc_status: i32,
+    ) -> u32;
+    fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
     fn proxy_record_metric(id: u32, value: u64) -> u32;
+}
+
+// WASI preview 1, which Envoy's proxy-wasm host implements
+// (proxy-wasm-cpp-host `wasi_unstable_random_get`: BoringSSL `RAND_bytes`,
+// at most 64 KiB per call).
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    fn random_get(buf: *mut u8, len: usize) -> u16;
 }
 
 /// Takes ownership of a buffer the host allocated through the SDK's
@@ -198,12 +220,17 @@ pub fn set_property(segments: &[&str], value: &[u8]) -> HostResult<()> {
 }
 
 pub fn get_shared_data(key: &str) -> HostResult<Option<Vec<u8>>> {
+    get_shared_data_cas(key).map(|v| v.map(|(value, _)| value))
+}
+
+/// A shared value and its compare-and-swap version.
+pub fn get_shared_data_cas(key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
     let (mut data, mut size, mut cas) = (null_mut(), 0usize, 0u32);
     // SAFETY: `key` is live for the call; out-pointers to locals.
     let code =
         unsafe { proxy_get_shared_data(key.as_ptr(), key.len(), &mut data, &mut size, &mut cas) };
     match code {
-        OK => Ok(Some(owned(data, size))),
+        OK => Ok(Some((owned(data, size), cas))),
         NOT_FOUND => Ok(None),
         other => Err(HostError(other)),
     }
@@ -211,10 +238,116 @@ pub fn get_shared_data(key: &str) -> HostResult<Option<Vec<u8>>> {
 
 /// Stores a value; no compare-and-swap (cas 0).
 pub fn set_shared_data(key: &str, value: &[u8]) -> HostResult<()> {
+    set_shared_data_cas(key, value, 0)
+}
+
+/// Stores a value if the key is still at version `cas` (0: whatever it
+/// is at); [`CAS_MISMATCH`] otherwise.
+pub fn set_shared_data_cas(key: &str, value: &[u8], cas: u32) -> HostResult<()> {
     // SAFETY: `key` and `value` are live slices for the call.
     status(unsafe {
-        proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), 0)
+        proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), cas)
     })
+}
+
+/// Every header of a map, in order (`Ok(empty)` when there are none).
+/// Pairs that are not UTF-8 are left out.
+pub fn get_headers(kind: Headers) -> HostResult<Vec<(String, String)>> {
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: out-pointers to locals.
+    let code = unsafe { proxy_get_header_map_pairs(kind as u32, &mut data, &mut size) };
+    match code {
+        OK => Ok(parse_pairs(&owned(data, size))),
+        NOT_FOUND => Ok(Vec::new()),
+        other => Err(HostError(other)),
+    }
+}
+
+/// The ABI's map encoding: u32 count, then (u32 key length, u32 value
+/// length) per pair, then each key and value followed by a NUL.
+fn parse_pairs(bytes: &[u8]) -> Vec<(String, String)> {
+    let u32_at = |at: usize| -> Option<usize> {
+        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        usize::try_from(u32::from_le_bytes(b)).ok()
+    };
+    let Some(count) = u32_at(0) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut p = 4usize.saturating_add(count.saturating_mul(8));
+    for n in 0..count {
+        let (Some(k), Some(v)) = (u32_at(4 + n * 8), u32_at(8 + n * 8)) else {
+            break;
+        };
+        let key = bytes.get(p..p.saturating_add(k));
+        p = p.saturating_add(k + 1);
+        let value = bytes.get(p..p.saturating_add(v));
+        p = p.saturating_add(v + 1);
+        if let (Some(key), Some(value)) = (key, value) {
+            if let (Ok(key), Ok(value)) = (std::str::from_utf8(key), std::str::from_utf8(value)) {
+                out.push((key.to_string(), value.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn serialize_pairs(pairs: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&u32::try_from(pairs.len()).unwrap_or(0).to_le_bytes());
+    for (k, v) in pairs {
+        out.extend_from_slice(&u32::try_from(k.len()).unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(&u32::try_from(v.len()).unwrap_or(0).to_le_bytes());
+    }
+    for (k, v) in pairs {
+        out.extend_from_slice(k.as_bytes());
+        out.push(0);
+        out.extend_from_slice(v.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// Answers the current request with this response instead of the
+/// upstream's (ABI `send_local_response`; Envoy's `sendLocalReply`).
+pub fn send_local_response(
+    status: u16,
+    details: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> HostResult<()> {
+    let pairs = serialize_pairs(headers);
+    // SAFETY: every slice is live for the call; -1: not gRPC.
+    self::status(unsafe {
+        proxy_send_local_response(
+            u32::from(status),
+            details.as_ptr(),
+            details.len(),
+            body.as_ptr(),
+            body.len(),
+            pairs.as_ptr(),
+            pairs.len(),
+            -1,
+        )
+    })
+}
+
+/// Calls the root context's `on_tick` every `period`.
+pub fn set_tick_period(period: Duration) -> HostResult<()> {
+    let ms = u32::try_from(period.as_millis()).unwrap_or(u32::MAX);
+    // SAFETY: no pointers.
+    status(unsafe { proxy_set_tick_period_milliseconds(ms) })
+}
+
+/// Fills `buf` with random bytes from the host (WASI `random_get`).
+pub fn random(buf: &mut [u8]) -> bool {
+    for chunk in buf.chunks_mut(65_536) {
+        // SAFETY: `chunk` is a live, writable slice of `len` bytes.
+        if unsafe { random_get(chunk.as_mut_ptr(), chunk.len()) } != 0 {
+            return false;
+        }
+    }
+    true
 }
 
 /// Starts an HTTP call to an Envoy cluster; returns its token.
@@ -241,6 +374,12 @@ pub fn http_call(
         timeout,
     )
     .map_err(|s| HostError(s as u32))
+}
+
+/// Resumes a paused request (ABI `continue_stream(HttpRequest)`).
+pub fn resume_request() -> HostResult<()> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_continue_stream(0) })
 }
 
 /// Resumes a paused response (ABI `continue_stream(HttpResponse)`).

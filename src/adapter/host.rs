@@ -6,7 +6,9 @@ use std::collections::HashMap;
 
 use super::abi;
 use crate::exchange::SessionStore;
-use crate::report::{all_metrics, Report};
+use crate::page::store::Figures;
+use crate::page::{PageHost, StoreError};
+use crate::report::{all_metrics, Report, METRIC_PREFIX, STORE_GAUGES};
 
 /// Gauge: the most response bytes one stream held between callbacks on
 /// this VM (an incomplete trailing SSE event, events queued behind a
@@ -24,6 +26,8 @@ pub struct Metrics {
     held_max: Option<u32>,
     memory: Option<u32>,
     held_peak: Cell<usize>,
+    /// The page store's gauges, by name.
+    store: HashMap<String, u32>,
 }
 
 impl Metrics {
@@ -32,11 +36,31 @@ impl Metrics {
             .into_iter()
             .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
             .collect();
+        let store = STORE_GAUGES
+            .iter()
+            .map(|g| format!("{METRIC_PREFIX}_{g}"))
+            .filter_map(|name| abi::define_gauge(&name).ok().map(|id| (name, id)))
+            .collect();
         Self {
             ids,
             held_max: abi::define_gauge(HELD_BYTES_MAX).ok(),
             memory: abi::define_gauge(VM_MEMORY_BYTES).ok(),
             held_peak: Cell::new(0),
+            store,
+        }
+    }
+
+    /// The page store's counters and gauges after a write or a sweep.
+    pub fn store(&self, figures: &Figures) {
+        for (name, amount) in figures.counters() {
+            if let Some(id) = self.ids.get(&name) {
+                let _ = abi::increment(*id, i64::try_from(amount).unwrap_or(i64::MAX));
+            }
+        }
+        for (name, value) in figures.gauges() {
+            if let Some(id) = self.store.get(&name) {
+                let _ = abi::record(*id, value);
+            }
         }
     }
 
@@ -68,6 +92,30 @@ impl Metrics {
 /// `vm_id` on this Envoy (all worker threads), so a POST seen on one worker
 /// can be paired with the event stream another worker carries.
 pub struct SharedData;
+
+impl PageHost for SharedData {
+    fn shared_get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+        abi::get_shared_data_cas(key).ok().flatten()
+    }
+
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), StoreError> {
+        match abi::set_shared_data_cas(key, value, cas) {
+            Ok(()) => Ok(()),
+            Err(abi::HostError(abi::CAS_MISMATCH)) => Err(StoreError::Conflict),
+            Err(_) => Err(StoreError::Unavailable),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        abi::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    fn random(&mut self, buf: &mut [u8]) -> bool {
+        abi::random(buf)
+    }
+}
 
 impl SessionStore for SharedData {
     fn get(&self, key: &str) -> Option<Vec<u8>> {

@@ -12,8 +12,10 @@ use super::abi::{self, Buffer, Headers};
 use super::host::{Metrics, SharedData};
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::{Exchange, Flow, RequestHead, ResponseHead, ResponsePlan, Step};
+use crate::page::reissue::UpstreamReply;
+use crate::page::LocalReply;
 use crate::report::SUMMARY_HEADER;
-use crate::stage::trim::LlmReply;
+use crate::stage::trim::{LlmReply, LlmRequest};
 
 /// Filter-state key of the decision record; Envoy stores it as
 /// `wasm.mcp_toon`, readable with `%FILTER_STATE(wasm.mcp_toon:PLAIN)%`.
@@ -101,6 +103,9 @@ impl Stream {
     /// and its bytes must be counted from its first stage to its last in
     /// one go.
     fn count(&mut self, last: bool) {
+        if let Some(figures) = self.exchange.take_store_figures() {
+            self.metrics.store(&figures);
+        }
         if self.waiting && !last {
             return;
         }
@@ -143,15 +148,7 @@ impl Stream {
             let Some(request) = step.callout.take() else {
                 return paused;
             };
-            let headers: Vec<(&str, &str)> = request
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str()))
-                .collect();
-            self.callout_started = Some(abi::now());
-            let timeout = Duration::from_millis(request.timeout_ms);
-            if abi::http_call(&request.cluster, &headers, &request.body, timeout).is_ok() {
-                self.waiting = true;
+            if self.call(&request) {
                 return paused;
             }
             // No call was made (unknown cluster, no healthy host...): the
@@ -163,6 +160,55 @@ impl Stream {
                 // Envoy holds nothing of ours: there is nothing to replace.
                 step.body = None;
             }
+        }
+    }
+
+    /// Starts a callout; false when the host made none.
+    fn call(&mut self, request: &LlmRequest) -> bool {
+        let headers: Vec<(&str, &str)> = request
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        self.callout_started = Some(abi::now());
+        let timeout = Duration::from_millis(request.timeout_ms);
+        let sent = abi::http_call(&request.cluster, &headers, &request.body, timeout).is_ok();
+        self.waiting = sent;
+        sent
+    }
+
+    /// Answers the request without the server (the page tool). Should the
+    /// host refuse, the request goes on upstream: never a stalled stream.
+    fn reply_locally(&mut self, reply: &LocalReply) {
+        let sent =
+            abi::send_local_response(reply.status, "mcp_toon_page", &reply.headers, &reply.body);
+        if sent.is_err() {
+            let _ = abi::resume_request();
+        }
+        self.count(false);
+    }
+
+    /// Performs a request-path step: a call upstream, a local reply, or
+    /// new body bytes; returns the callback's answer.
+    fn request_step(&mut self, mut step: Step, size: usize) -> Action {
+        if let Some(request) = step.upstream.take() {
+            if self.call(&request) {
+                return Action::Pause;
+            }
+            step = self.exchange.upstream_reply(&UpstreamReply::Failed);
+        }
+        if let Some(reply) = step.reply.take() {
+            self.reply_locally(&reply);
+            return Action::Pause;
+        }
+        if let Some(bytes) = step.body {
+            let _ = abi::set_buffer(Buffer::RequestBody, 0, size, &bytes);
+        }
+        // A paused step keeps the held request headers waiting too.
+        if step.flow == Flow::Pause {
+            Action::Pause
+        } else {
+            Action::Continue
         }
     }
 
@@ -190,6 +236,23 @@ impl Context for Stream {
     ) {
         self.waiting = false;
         let status = header(Headers::CallResponse, ":status").and_then(|s| s.parse::<u16>().ok());
+        if self.exchange.awaits_upstream() {
+            // A page call's re-issued tools/call.
+            let reply = match status {
+                Some(status) => UpstreamReply::Response {
+                    status,
+                    content_type: header(Headers::CallResponse, "content-type"),
+                    body: abi::get_buffer(Buffer::CallResponseBody, 0, body_size)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                },
+                None => UpstreamReply::Failed,
+            };
+            let step = self.exchange.upstream_reply(&reply);
+            let _ = self.request_step(step, 0);
+            return;
+        }
         let reply = match status {
             Some(status) => LlmReply::Response {
                 status,
@@ -237,6 +300,7 @@ impl HttpContext for Stream {
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
         let stream = Self::stream_info();
+        let headers = abi::get_headers(Headers::Request).unwrap_or_default();
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
             method: &method,
@@ -244,6 +308,7 @@ impl HttpContext for Stream {
             content_type: content_type.as_deref(),
             accept: accept.as_deref(),
             end_of_stream,
+            headers: &headers,
         });
         if plan.strip_accept_encoding {
             let _ = abi::set_header(Headers::Request, "accept-encoding", None);
@@ -253,6 +318,12 @@ impl HttpContext for Stream {
         }
         if plan.read_body {
             want_body(APISIX_REQUEST_BODY);
+        }
+        if plan.pause_headers {
+            // A plain StopIteration (allow_on_headers_stop_iteration): the
+            // body callbacks run, and the first that continues sends the
+            // headers on.
+            return Action::Pause;
         }
         Action::Continue
     }
@@ -268,10 +339,7 @@ impl HttpContext for Stream {
         let step = self
             .exchange
             .request_chunk(&chunk, end_of_stream, &mut SharedData);
-        if let Some(bytes) = step.body {
-            let _ = abi::set_buffer(Buffer::RequestBody, 0, body_size, &bytes);
-        }
-        Action::Continue
+        self.request_step(step, body_size)
     }
 
     fn on_http_response_headers(&mut self, _headers: usize, end_of_stream: bool) -> Action {

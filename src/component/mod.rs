@@ -58,6 +58,7 @@ pub fn process(
         path: "/mcp",
         content_type: Some("application/json"),
         accept: Some("application/json, text/event-stream"),
+        headers: &[],
         end_of_stream: request_body.is_empty(),
     });
     if plan.read_body && exchange.reads_request() {

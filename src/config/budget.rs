@@ -152,7 +152,14 @@ impl std::fmt::Debug for PagingSettings {
             .field("store_bytes", &self.store_bytes)
             .field("store_pages", &self.store_pages)
             .field("max_result_bytes", &self.max_result_bytes)
-            .field("key", &if self.key.is_empty() { "" } else { "<redacted>" })
+            .field(
+                "key",
+                &if self.key.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
             .field("reissue_timeout_ms", &self.reissue_timeout_ms)
             .finish()
     }

@@ -298,7 +298,9 @@ impl Settings {
         let any = |f: &dyn Fn(&Patch) -> bool| {
             f(&base)
                 || raw.tools.values().any(f)
-                || servers.iter().any(|s| f(&s.patch) || s.tools.values().any(f))
+                || servers
+                    .iter()
+                    .any(|s| f(&s.patch) || s.tools.values().any(f))
         };
         let paging_anywhere = any(&|p| p.paging.enabled == Some(true));
         let budget_anywhere = any(&|p| matches!(p.budget.resolve(), Some(Some(_))));

@@ -10,6 +10,7 @@
 //! - the long-lived GET stream of the 2024-11-05 HTTP+SSE transport, whose
 //!   requests arrive as POSTs on other streams ([`session`]).
 
+mod paging;
 mod session;
 mod stream;
 
@@ -20,6 +21,8 @@ pub use session::{NoSessions, SessionStore};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::Reason;
+use crate::page::reissue::Reissue;
+use crate::page::LocalReply;
 use crate::pipeline::{self, Job, Output};
 use crate::report::{Decision, Report};
 use crate::stage::trim::{LlmReply, LlmRequest};
@@ -39,6 +42,9 @@ pub struct RequestHead<'a> {
     pub accept: Option<&'a str>,
     /// No body follows.
     pub end_of_stream: bool,
+    /// Every request header (names lowercase): a page call reads its
+    /// session and forwards credentials when it calls the tool again.
+    pub headers: &'a [(String, String)],
 }
 
 /// What to do with the request headers.
@@ -51,6 +57,10 @@ pub struct RequestPlan {
     /// The body may be rewritten (intent argument removed): the old
     /// `content-length` must not go upstream.
     pub remove_content_length: bool,
+    /// Hold the request headers until a body step continues (the body may
+    /// be a page call, answered without the server). Needs
+    /// `allow_on_headers_stop_iteration`.
+    pub pause_headers: bool,
 }
 
 /// What the host knows when response headers arrive.
@@ -97,6 +107,12 @@ pub struct Step {
     pub flow: Flow,
     /// Make this call and hand its outcome to [`Exchange::callout_reply`].
     pub callout: Option<LlmRequest>,
+    /// Request path only: answer the request with this response, without
+    /// the server (and stop the request).
+    pub reply: Option<LocalReply>,
+    /// Request path only: make this call to the route's cluster and hand its
+    /// answer to [`Exchange::upstream_reply`].
+    pub upstream: Option<LlmRequest>,
 }
 
 impl Step {
@@ -106,6 +122,8 @@ impl Step {
             content_length: None,
             flow,
             callout: None,
+            reply: None,
+            upstream: None,
         }
     }
 
@@ -127,6 +145,16 @@ impl Step {
 
     fn with_callout(mut self, request: LlmRequest) -> Self {
         self.callout = Some(request);
+        self
+    }
+
+    fn with_reply(mut self, reply: LocalReply) -> Self {
+        self.reply = Some(reply);
+        self
+    }
+
+    fn with_upstream(mut self, request: LlmRequest) -> Self {
+        self.upstream = Some(request);
         self
     }
 }
@@ -167,6 +195,21 @@ pub struct Exchange {
     job: Option<Job>,
     stream: Option<stream::SseState>,
     report: Report,
+    /// What the host knows of the stream: route, cluster, authority.
+    stream_info: StreamInfo,
+    /// Session and cluster of the stream's pages ([`crate::page::binding`]).
+    binding: [u8; 8],
+    /// Paging on: the request headers wait for the body.
+    hold_request: bool,
+    /// A page call's `:path`, `accept` and headers, for its reply or a
+    /// re-issued call.
+    path: String,
+    accept: Option<String>,
+    request_headers: Vec<(String, String)>,
+    /// A page call waiting for the tool to be called again.
+    reissue: Option<Box<Reissue>>,
+    /// Most response bytes held ([`Exchange::response_limit`]).
+    limit: usize,
 }
 
 /// Body bytes the core keeps. Envoy appends each chunk to its own buffer
@@ -215,6 +258,14 @@ impl Exchange {
             job: None,
             stream: None,
             report: Report::default(),
+            stream_info: StreamInfo::default(),
+            binding: [0; 8],
+            hold_request: false,
+            path: String::new(),
+            accept: None,
+            request_headers: Vec::new(),
+            reissue: None,
+            limit: 0,
         }
     }
 
@@ -244,10 +295,12 @@ impl Exchange {
             return RequestPlan::default();
         }
         self.session_of(head.path);
+        let pause_headers = self.paging_headers(&head);
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
             remove_content_length: self.strips_intent(),
+            pause_headers,
         }
     }
 
@@ -263,25 +316,29 @@ impl Exchange {
         if self.phase != Phase::Request {
             return Step::pass();
         }
-        let rewrites = self.strips_intent();
+        // Held headers resume with the first body step that continues.
+        let holds = self.strips_intent() || self.hold_request;
         if self.request_body.count(chunk) > self.settings.max_body_bytes {
             self.pass(Reason::RequestTooLarge);
-            let kept = rewrites && !self.request_body.bytes.is_empty();
+            let kept = holds && !self.request_body.bytes.is_empty();
             let body = self.request_body.take_with(chunk);
             return if kept { Step::send(body) } else { Step::pass() };
         }
         if !end_of_stream {
             self.request_body.bytes.extend_from_slice(chunk);
-            return if rewrites {
-                Step::swallow(false)
+            return if holds {
+                Step::swallow(self.hold_request)
             } else {
                 Step::pass()
             };
         }
         let body = self.request_body.take_with(chunk);
+        if let Some(step) = self.page_call(&body, sessions) {
+            return step;
+        }
         match self.request_complete(&body, sessions) {
             Some(new) => Step::send(new),
-            None if rewrites && body.len() > chunk.len() => Step::send(body),
+            None if holds && body.len() > chunk.len() => Step::send(body),
             None => Step::pass(),
         }
     }
@@ -351,6 +408,7 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
+        self.limit = self.response_limit();
         if self.session.is_some() && head.status == Some(202) {
             // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
             // GET stream and is decided (and counted) there.
@@ -368,9 +426,7 @@ impl Exchange {
         {
             Some(Reason::ContentEncoding)
         } else if media != "text/event-stream"
-            && head
-                .content_length
-                .is_some_and(|n| n > self.settings.max_body_bytes)
+            && head.content_length.is_some_and(|n| n > self.limit)
         {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
@@ -394,7 +450,13 @@ impl Exchange {
         }
         if media == "text/event-stream" {
             self.phase = Phase::Streaming;
-            self.stream = Some(stream::SseState::new(self.settings.max_event_bytes));
+            // A result that will be cut may be held past the event limit.
+            let max_event = if self.limit > self.settings.max_body_bytes {
+                self.settings.max_event_bytes.max(self.limit)
+            } else {
+                self.settings.max_event_bytes
+            };
+            self.stream = Some(stream::SseState::new(max_event));
             return ResponsePlan::Rewrite {
                 hold_headers: false,
             };
@@ -421,16 +483,21 @@ impl Exchange {
     ) -> Step {
         match self.phase {
             Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
-            Phase::Buffering => self.json_chunk(chunk, end_of_stream),
+            Phase::Buffering => self.json_chunk(chunk, end_of_stream, sessions),
             _ => Step::pass(),
         }
     }
 
     /// `buffer`: everything Envoy holds for this callback (the byte it kept
     /// from the previous one, then the new chunk).
-    fn json_chunk(&mut self, buffer: &[u8], end_of_stream: bool) -> Step {
+    fn json_chunk(
+        &mut self,
+        buffer: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         let chunk = buffer.get(self.response_body.in_host..).unwrap_or_default();
-        if self.response_body.count(chunk) > self.settings.max_body_bytes {
+        if self.response_body.count(chunk) > self.limit {
             // What was taken out goes back in front of this chunk, unchanged.
             self.pass(Reason::ResponseTooLarge);
             let kept = !self.response_body.bytes.is_empty();
@@ -444,11 +511,11 @@ impl Exchange {
             // stream (seen with a 64 KiB limit). Held headers must pause.
             return Step::swallow(self.hold_headers);
         }
-        self.json_end(chunk)
+        self.json_end(chunk, sessions)
     }
 
     /// The whole JSON body is in: run the stages.
-    fn json_end(&mut self, chunk: &[u8]) -> Step {
+    fn json_end(&mut self, chunk: &[u8], sessions: &mut dyn SessionStore) -> Step {
         self.phase = Phase::Done;
         let kept = !self.response_body.bytes.is_empty();
         let body = self.response_body.take_with(chunk);
@@ -468,7 +535,7 @@ impl Exchange {
                     Step::new(None, Flow::Pause).with_callout(request)
                 }
                 None => {
-                    let out = job.finish(&self.settings, None, &mut self.report);
+                    let out = self.finish_job(job, None, sessions);
                     self.final_body(out, kept)
                 }
             },
@@ -479,7 +546,7 @@ impl Exchange {
     /// callback. The step's body replaces what Envoy still holds.
     pub fn response_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
         match self.phase {
-            Phase::Buffering => self.json_end(&[]),
+            Phase::Buffering => self.json_end(&[], sessions),
             Phase::Streaming => self.stream_chunk(&[], true, sessions),
             _ => Step::pass(),
         }
@@ -498,10 +565,8 @@ impl Exchange {
             _ => None,
         };
         Step {
-            body,
             content_length,
-            flow: Flow::Continue,
-            callout: None,
+            ..Step::new(body, Flow::Continue)
         }
     }
 
@@ -509,7 +574,7 @@ impl Exchange {
     /// to call; without a pending callout it changes nothing.
     pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
         if let Some(job) = self.job.take() {
-            let out = job.finish(&self.settings, Some(reply), &mut self.report);
+            let out = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, true);
         }
         if self.stream.is_some() {

@@ -81,10 +81,7 @@ impl Exchange {
     ) -> Step {
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let bytes = rewritten(
-                event,
-                job.finish(&self.settings, Some(reply), &mut self.report),
-            );
+            let bytes = rewritten(event, self.finish_job(job, Some(reply), sessions));
             if let Some(state) = self.stream.as_mut() {
                 state.out.extend(bytes);
             }
@@ -206,10 +203,7 @@ impl Exchange {
         if job.callout().is_some() {
             return Rewritten::Callout(Box::new((event, job)));
         }
-        Rewritten::Ready(rewritten(
-            event,
-            job.finish(&self.settings, None, &mut self.report),
-        ))
+        Rewritten::Ready(rewritten(event, self.finish_job(job, None, sessions)))
     }
 }
 

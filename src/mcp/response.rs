@@ -162,12 +162,12 @@ fn arrays<'a>(result: &'a RawValue) -> Option<RawArrays<'a>> {
 }
 
 /// The `content` array of a `CallToolResult`, as its span.
-pub fn content_array<'a>(result: &'a RawValue) -> Option<&'a RawValue> {
+pub fn content_array(result: &RawValue) -> Option<&RawValue> {
     arrays(result)?.content.filter(|c| c.get().starts_with('['))
 }
 
 /// The `tools` array of a `tools/list` result, as its span.
-pub fn tools_array<'a>(result: &'a RawValue) -> Option<&'a RawValue> {
+pub fn tools_array(result: &RawValue) -> Option<&RawValue> {
     arrays(result)?.tools.filter(|c| c.get().starts_with('['))
 }
 

@@ -120,7 +120,11 @@ pub fn cut<H: PageHost + ?Sized>(
         call: signed_call([0; 12]),
     };
     let handle_len = can_page.then(|| template.encode(&paging.key).len());
-    let plan = match budget::plan(items, budget, reserve(items, budget, &paging.tool_name, handle_len)) {
+    let plan = match budget::plan(
+        items,
+        budget,
+        reserve(items, budget, &paging.tool_name, handle_len),
+    ) {
         Err(NoPlan::TooSmall) if handle_len.is_some() => {
             // The handle does not leave room for data: cut without pages.
             let plan = budget::plan(items, budget, reserve(items, budget, "", None))?;
@@ -137,7 +141,10 @@ pub fn cut<H: PageHost + ?Sized>(
     };
     let pages = plan.pages.len();
     let signed = !paging.key.is_empty()
-        && template.call.as_ref().is_some_and(|c| c.arguments.len() <= super::handle::MAX_ARGUMENTS);
+        && template
+            .call
+            .as_ref()
+            .is_some_and(|c| c.arguments.len() <= super::handle::MAX_ARGUMENTS);
     if !can_page || pages < 2 {
         let notice = notice::first(&plan, budget, &index, notice::Next::Gone);
         return Ok(Cut {
@@ -163,12 +170,14 @@ pub fn cut<H: PageHost + ?Sized>(
             .skip(1)
             .map(|(k, p)| {
                 let number = k + 1;
-                let next = (number < pages).then(|| handle(number + 1, first_slot).encode(&paging.key));
+                let next =
+                    (number < pages).then(|| handle(number + 1, first_slot).encode(&paging.key));
                 Kept {
                     id,
                     page: u32::try_from(number).unwrap_or(u32::MAX),
                     expires_s,
                     binding: call.binding,
+                    tool: call.tool.unwrap_or("").to_string(),
                     text: p.text.clone(),
                     notice: notice::page(
                         p,

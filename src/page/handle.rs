@@ -94,10 +94,9 @@ impl Handle {
     pub fn encode(&self, key: &[u8]) -> String {
         let mut out = Vec::with_capacity(64);
         out.push(VERSION);
-        let call = self
-            .call
-            .as_ref()
-            .filter(|c| !key.is_empty() && c.arguments.len() <= MAX_ARGUMENTS && c.tool.len() <= 1024);
+        let call = self.call.as_ref().filter(|c| {
+            !key.is_empty() && c.arguments.len() <= MAX_ARGUMENTS && c.tool.len() <= 1024
+        });
         out.push(if call.is_some() { SIGNED } else { 0 });
         out.extend_from_slice(&self.id);
         put_u32(&mut out, self.page);

@@ -163,12 +163,12 @@ pub fn tool_result(id: &str, texts: &[&str], is_error: bool) -> String {
         .iter()
         .map(|t| serde_json::json!({"type": "text", "text": t}))
         .collect();
-    let mut result = serde_json::json!({ "content": content });
-    if is_error {
-        result["isError"] = serde_json::Value::Bool(true);
-    }
-    let id_value: serde_json::Value =
-        serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
+    let result = if is_error {
+        serde_json::json!({ "content": content, "isError": true })
+    } else {
+        serde_json::json!({ "content": content })
+    };
+    let id_value: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
     serde_json::json!({"jsonrpc": "2.0", "id": id_value, "result": result}).to_string()
 }
 

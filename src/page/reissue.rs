@@ -134,13 +134,9 @@ impl Reissue {
         let Some(message) = response_message(content_type.as_deref(), body, &self.call.id) else {
             return refused(Reason::PageReissueFailed);
         };
-        let Some(blocks) = crate::pipeline::final_items(
-            settings,
-            self.scope,
-            &self.call.id,
-            tool,
-            &message,
-        ) else {
+        let Some(blocks) =
+            crate::pipeline::final_items(settings, self.scope, &self.call.id, tool, &message)
+        else {
             return refused(Reason::PageChanged);
         };
         let items: Vec<Item<'_>> = blocks
@@ -176,7 +172,9 @@ impl Reissue {
 /// The JSON-RPC response with id `id` in an upstream body: the body itself
 /// (JSON), or the data of the `message` event that carries it (SSE).
 fn response_message(content_type: Option<&str>, body: &[u8], id: &str) -> Option<String> {
-    let media = content_type.map(crate::exchange::media_type).unwrap_or_default();
+    let media = content_type
+        .map(crate::exchange::media_type)
+        .unwrap_or_default();
     let answers = |data: &str| {
         crate::mcp::parse_messages(data)
             .is_some_and(|ms| ms.iter().any(|m| m.id.as_deref() == Some(id)))

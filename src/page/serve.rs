@@ -117,7 +117,12 @@ fn decision(call: &PageCall, tool: Option<&str>, outcome: Outcome, bytes: usize)
 }
 
 /// A tool error for a refused page call.
-pub fn refuse(call: &PageCall, framing: Framing, reason: Reason, tool: Option<&str>) -> (LocalReply, Decision) {
+pub fn refuse(
+    call: &PageCall,
+    framing: Framing,
+    reason: Reason,
+    tool: Option<&str>,
+) -> (LocalReply, Decision) {
     let why = match reason {
         Reason::PageExpired => "This page handle has expired.",
         Reason::PageForeign => "This page handle belongs to another session.",
@@ -149,12 +154,16 @@ pub fn answer<H: PageHost + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mu
     let tool = handle.call.as_ref().map(|c| c.tool.clone());
     let now_s = u32::try_from(host.now_ms() / 1000).unwrap_or(u32::MAX);
     let mut miss = Miss::Unknown;
-    if let Some(slot) = handle.slot(paging.store_pages).filter(|_| paging.store_bytes > 0) {
+    if let Some(slot) = handle
+        .slot(paging.store_pages)
+        .filter(|_| paging.store_bytes > 0)
+    {
         let store = Store::new(host, paging.store_pages, paging.store_bytes);
         match store.read(slot, &handle.id, handle.page, &cx.binding, now_s) {
             Ok(kept) => {
                 let message = tool_result(&call.id, &[&kept.text, &kept.notice], false);
-                let d = decision(call, tool.as_deref(), Outcome::Paged, kept.text.len());
+                let owner = Some(kept.tool.as_str()).filter(|t| !t.is_empty());
+                let d = decision(call, owner, Outcome::Paged, kept.text.len());
                 let summary = cx.settings.hold_headers.then(|| "paged=1".to_string());
                 return Answer::Reply(cx.framing.reply(&message, summary), d);
             }
@@ -184,8 +193,11 @@ pub fn answer<H: PageHost + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mu
         ReissuePolicy::Never => false,
         ReissuePolicy::Auto => {
             signed.reissue
-                || tools::known_safe(host, cx.stream.cluster.as_deref().unwrap_or(""), &signed.tool)
-                    == Some(true)
+                || tools::known_safe(
+                    host,
+                    cx.stream.cluster.as_deref().unwrap_or(""),
+                    &signed.tool,
+                ) == Some(true)
         }
     };
     match (safe, Reissue::new(call, &handle, cx)) {

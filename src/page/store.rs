@@ -174,6 +174,8 @@ pub struct Kept {
     pub page: u32,
     pub expires_s: u32,
     pub binding: [u8; 8],
+    /// The tool whose result this is (for the decision record).
+    pub tool: String,
     pub text: String,
     pub notice: String,
 }
@@ -181,16 +183,19 @@ pub struct Kept {
 impl Kept {
     /// Bytes the page takes in its slot.
     pub fn size(&self) -> usize {
-        40 + self.text.len() + self.notice.len()
+        42 + self.tool.len() + self.text.len() + self.notice.len()
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(44 + self.text.len() + self.notice.len());
+        let mut out = Vec::with_capacity(self.size());
         out.extend_from_slice(SLOT_MAGIC);
         out.extend_from_slice(&self.id);
         out.extend_from_slice(&self.page.to_le_bytes());
         out.extend_from_slice(&self.expires_s.to_le_bytes());
         out.extend_from_slice(&self.binding);
+        let tool = self.tool.get(..self.tool.len().min(1024)).unwrap_or("");
+        out.extend_from_slice(&u16::try_from(tool.len()).unwrap_or(0).to_le_bytes());
+        out.extend_from_slice(tool.as_bytes());
         out.extend_from_slice(&u32::try_from(self.text.len()).unwrap_or(0).to_le_bytes());
         out.extend_from_slice(self.text.as_bytes());
         out.extend_from_slice(self.notice.as_bytes());
@@ -205,14 +210,19 @@ impl Kept {
         let page = u32::from_le_bytes(bytes.get(20..24)?.try_into().ok()?);
         let expires_s = u32::from_le_bytes(bytes.get(24..28)?.try_into().ok()?);
         let binding: [u8; 8] = bytes.get(28..36)?.try_into().ok()?;
-        let len = usize::try_from(u32::from_le_bytes(bytes.get(36..40)?.try_into().ok()?)).ok()?;
-        let text = std::str::from_utf8(bytes.get(40..40usize.checked_add(len)?)?).ok()?;
-        let notice = std::str::from_utf8(bytes.get(40 + len..)?).ok()?;
+        let tool_len = usize::from(u16::from_le_bytes(bytes.get(36..38)?.try_into().ok()?));
+        let tool = std::str::from_utf8(bytes.get(38..38 + tool_len)?).ok()?;
+        let at = 38 + tool_len;
+        let len =
+            usize::try_from(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?)).ok()?;
+        let text = std::str::from_utf8(bytes.get(at + 4..(at + 4).checked_add(len)?)?).ok()?;
+        let notice = std::str::from_utf8(bytes.get(at + 4 + len..)?).ok()?;
         Some(Kept {
             id,
             page,
             expires_s,
             binding,
+            tool: tool.to_string(),
             text: text.to_string(),
             notice: notice.to_string(),
         })

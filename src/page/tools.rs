@@ -93,11 +93,15 @@ mod tests {
     #[test]
     fn hints_from_a_listing() {
         let raw = |s: &str| serde_json::value::RawValue::from_string(s.to_string()).unwrap();
-        assert!(safe_to_repeat(&raw(r#"{"name":"a","annotations":{"readOnlyHint":true}}"#)));
+        assert!(safe_to_repeat(&raw(
+            r#"{"name":"a","annotations":{"readOnlyHint":true}}"#
+        )));
         assert!(safe_to_repeat(&raw(
             r#"{"name":"a","annotations":{"readOnlyHint":false,"idempotentHint":true}}"#
         )));
         assert!(!safe_to_repeat(&raw(r#"{"name":"a"}"#)));
-        assert!(!safe_to_repeat(&raw(r#"{"name":"a","annotations":{"destructiveHint":false}}"#)));
+        assert!(!safe_to_repeat(&raw(
+            r#"{"name":"a","annotations":{"destructiveHint":false}}"#
+        )));
     }
 }

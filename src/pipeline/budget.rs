@@ -244,7 +244,8 @@ pub(super) fn listing<H: PageHost + ?Sized>(
         return false;
     };
     let name = &settings.paging.tool_name;
-    let mut pages = settings.policy(scope, None).paging && settings.policy(scope, None).budget.is_some();
+    let mut pages =
+        settings.policy(scope, None).paging && settings.policy(scope, None).budget.is_some();
     let mut present = false;
     for tool in &tools_list {
         let Some(t) = tool.name.as_deref() else {

@@ -43,7 +43,10 @@ fn handle_in(notice: &str) -> &str {
 fn pages_are_kept_and_each_notice_hands_on_the_next() {
     let s = settings("");
     let text = rows(300);
-    let items = [Item { text: &text, framing: Framing::Text }];
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
     let mut host = host();
     let policy = s.policy(Default::default(), Some("export"));
     let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host).unwrap();
@@ -60,7 +63,13 @@ fn pages_are_kept_and_each_notice_hands_on_the_next() {
         assert_eq!(h.page as usize, n);
         let store = Store::new(&mut host, s.paging.store_pages, s.paging.store_bytes);
         let kept = store
-            .read(h.slot(s.paging.store_pages).unwrap(), &h.id, h.page, &CALL.binding, 1000)
+            .read(
+                h.slot(s.paging.store_pages).unwrap(),
+                &h.id,
+                h.page,
+                &CALL.binding,
+                1000,
+            )
             .unwrap();
         let page: Vec<serde_json::Value> = serde_json::from_str(&kept.text).unwrap();
         all.extend(page);
@@ -73,9 +82,13 @@ fn pages_are_kept_and_each_notice_hands_on_the_next() {
 
 #[test]
 fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
-    let s = settings(r#","key":"0123456789abcdef0123456789abcdef","store_bytes":0,"reissue":"always""#);
+    let s =
+        settings(r#","key":"0123456789abcdef0123456789abcdef","store_bytes":0,"reissue":"always""#);
     let text = rows(300);
-    let items = [Item { text: &text, framing: Framing::Text }];
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
     let policy = s.policy(Default::default(), Some("export"));
     let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
     assert!(cut.paged);
@@ -88,7 +101,10 @@ fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
     assert_eq!(page, cut.plan.pages[1].text);
     assert!(notice.starts_with("[mcp-toon] Page 2 of "), "{notice}");
     let changed = rows(301);
-    let other = [Item { text: &changed, framing: Framing::Text }];
+    let other = [Item {
+        text: &changed,
+        framing: Framing::Text,
+    }];
     assert_eq!(page_of(&other, &[0], &h, &s.paging), Err(Rebuilt::Changed));
 }
 
@@ -96,13 +112,24 @@ fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
 fn without_store_or_key_the_rest_is_not_kept() {
     let s = settings(r#","store_bytes":0"#);
     let text = rows(300);
-    let items = [Item { text: &text, framing: Framing::Text }];
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
     let policy = s.policy(Default::default(), Some("export"));
     let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
     assert!(!cut.paged);
     assert!(cut.notice.contains("They are not kept"), "{}", cut.notice);
     // No random source: no handles either.
     let s = settings("");
-    let cut = super::cut(&items, &[0], &policy, &s.paging, &CALL, &mut MemoryHost::default()).unwrap();
+    let cut = super::cut(
+        &items,
+        &[0],
+        &policy,
+        &s.paging,
+        &CALL,
+        &mut MemoryHost::default(),
+    )
+    .unwrap();
     assert!(!cut.paged);
 }

@@ -7,12 +7,19 @@ fn page(id: u8, n: u32, size: usize, expires_s: u32) -> Kept {
         page: n,
         expires_s,
         binding: [9; 8],
+        tool: "t".into(),
         text: "x".repeat(size),
         notice: "n".into(),
     }
 }
 
-fn keep(host: &mut MemoryHost, slots: usize, max: usize, pages: &[Kept], now: u32) -> Result<(u32, Figures), NotKept> {
+fn keep(
+    host: &mut MemoryHost,
+    slots: usize,
+    max: usize,
+    pages: &[Kept],
+    now: u32,
+) -> Result<(u32, Figures), NotKept> {
     let mut store = Store::new(host, slots, max);
     let sizes: Vec<usize> = pages.iter().map(Kept::size).collect();
     let (first, f) = store.reserve(&sizes, pages[0].expires_s, now)?;
@@ -29,12 +36,30 @@ fn pages_are_read_back_by_id_page_and_binding() {
     assert_eq!(f.bytes, 2 * pages[0].size() as u64);
     let store = Store::new(&mut host, 8, 10_000);
     let slot = first as usize;
-    assert_eq!(store.read(slot, &[1; 16], 2, &[9; 8], 10).unwrap(), pages[0]);
-    assert_eq!(store.read(slot + 1, &[1; 16], 3, &[9; 8], 10).unwrap(), pages[1]);
-    assert_eq!(store.read(slot, &[2; 16], 2, &[9; 8], 10), Err(Miss::Unknown));
-    assert_eq!(store.read(slot, &[1; 16], 3, &[9; 8], 10), Err(Miss::Unknown));
-    assert_eq!(store.read(slot, &[1; 16], 2, &[8; 8], 10), Err(Miss::Foreign));
-    assert_eq!(store.read(slot, &[1; 16], 2, &[9; 8], 100), Err(Miss::Expired));
+    assert_eq!(
+        store.read(slot, &[1; 16], 2, &[9; 8], 10).unwrap(),
+        pages[0]
+    );
+    assert_eq!(
+        store.read(slot + 1, &[1; 16], 3, &[9; 8], 10).unwrap(),
+        pages[1]
+    );
+    assert_eq!(
+        store.read(slot, &[2; 16], 2, &[9; 8], 10),
+        Err(Miss::Unknown)
+    );
+    assert_eq!(
+        store.read(slot, &[1; 16], 3, &[9; 8], 10),
+        Err(Miss::Unknown)
+    );
+    assert_eq!(
+        store.read(slot, &[1; 16], 2, &[8; 8], 10),
+        Err(Miss::Foreign)
+    );
+    assert_eq!(
+        store.read(slot, &[1; 16], 2, &[9; 8], 100),
+        Err(Miss::Expired)
+    );
 }
 
 #[test]
@@ -44,7 +69,9 @@ fn bytes_and_keys_stay_within_the_limits_and_the_oldest_go_first() {
     let max = 4000;
     for round in 0..200u32 {
         let n = 1 + (round as usize % 3);
-        let pages: Vec<Kept> = (0..n).map(|k| page(round as u8, 2 + k as u32, 300, 10_000)).collect();
+        let pages: Vec<Kept> = (0..n)
+            .map(|k| page(round as u8, 2 + k as u32, 300, 10_000))
+            .collect();
         let (_, f) = keep(&mut host, slots, max, &pages, round).unwrap();
         assert!(f.bytes <= max as u64, "{f:?}");
         assert!(f.pages <= slots as u64);
@@ -69,14 +96,24 @@ fn too_large_for_the_store_is_refused() {
         Err(NotKept::TooLarge)
     );
     let many: Vec<Kept> = (0..5).map(|k| page(1, 2 + k, 1, 10)).collect();
-    assert_eq!(keep(&mut host, 4, 100_000, &many, 0), Err(NotKept::TooLarge));
+    assert_eq!(
+        keep(&mut host, 4, 100_000, &many, 0),
+        Err(NotKept::TooLarge)
+    );
     assert_eq!(keep(&mut host, 4, 0, &many[..1], 0), Err(NotKept::TooLarge));
 }
 
 #[test]
 fn expired_pages_are_emptied_by_a_sweep_and_by_the_next_write() {
     let mut host = MemoryHost::default();
-    keep(&mut host, 8, 10_000, &[page(1, 2, 500, 50), page(1, 3, 500, 50)], 0).unwrap();
+    keep(
+        &mut host,
+        8,
+        10_000,
+        &[page(1, 2, 500, 50), page(1, 3, 500, 50)],
+        0,
+    )
+    .unwrap();
     let mut store = Store::new(&mut host, 8, 10_000);
     let f = store.sweep(49).unwrap();
     assert_eq!((f.expired, f.pages), (0, 2));
@@ -114,11 +151,17 @@ fn concurrent_writers_never_share_a_slot() {
     // The index exists (its creation is the one unguarded write).
     let mut inner = MemoryHost::default();
     keep(&mut inner, 8, 100_000, &[page(5, 2, 5, 99)], 0).unwrap();
-    let mut host = Racing { inner, interfere: 3 };
+    let mut host = Racing {
+        inner,
+        interfere: 3,
+    };
     let mut store = Store::new(&mut host, 8, 100_000);
     let mine = page(1, 2, 5, 99);
     let (first, f) = store.reserve(&[mine.size()], 99, 0).unwrap();
-    store.write(first, &[mine.clone()]);
+    store.write(first, std::slice::from_ref(&mine));
     assert_eq!(f.pages, 5, "the first, three racing writes and this one");
-    assert_eq!(store.read(first as usize, &[1; 16], 2, &[9; 8], 0), Ok(mine));
+    assert_eq!(
+        store.read(first as usize, &[1; 16], 2, &[9; 8], 0),
+        Ok(mine)
+    );
 }

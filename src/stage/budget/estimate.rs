@@ -114,7 +114,9 @@ fn blob_correction(text: &str) -> u64 {
         let len = i - start;
         if len >= BLOB_MIN && upper && lower && digit {
             let run = text.get(start..i).unwrap_or("");
-            let floor = u64::try_from(len).unwrap_or(u64::MAX).saturating_mul(BLOB_COST);
+            let floor = u64::try_from(len)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(BLOB_COST);
             extra = extra.saturating_add(floor.saturating_sub(pieces_cost(run)));
         }
         if len == 0 {
@@ -430,11 +432,7 @@ fn uncommon_pairs_pct(word: &str) -> u32 {
         }
         prev = Some(b);
     }
-    if pairs == 0 {
-        0
-    } else {
-        uncommon * 100 / pairs
-    }
+    (uncommon * 100).checked_div(pairs).unwrap_or(0)
 }
 
 fn len_u32(n: usize) -> u32 {
@@ -459,8 +457,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "Hello", " world's", " camel", "Case", " ", " x", "\n\n", " ", " {\"", "id",
-                "\":", "123", "45", ",\"", "name", "\":\"", "Zoë", "\"}", " -->"
+                "Hello", " world's", " camel", "Case", " ", " x", "\n\n", " ", " {\"", "id", "\":",
+                "123", "45", ",\"", "name", "\":\"", "Zoë", "\"}", " -->"
             ]
         );
         let joined: String = got.concat();
@@ -469,7 +467,17 @@ mod tests {
 
     #[test]
     fn pieces_cover_any_text() {
-        for text in ["", " ", "\r\n", "a", "1234567", "😀😀 x", "\u{0301}e", "é", "  \t\n x"] {
+        for text in [
+            "",
+            " ",
+            "\r\n",
+            "a",
+            "1234567",
+            "😀😀 x",
+            "\u{0301}e",
+            "é",
+            "  \t\n x",
+        ] {
             let ps = pieces(text);
             let mut at = 0;
             for p in &ps {

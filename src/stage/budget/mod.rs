@@ -100,7 +100,10 @@ pub fn plan(items: &[Item<'_>], budget: Budget, notice: usize) -> Result<Plan, N
     if costs.iter().sum::<usize>() <= cap {
         return Err(NoPlan::Fits);
     }
-    let room = cap.checked_sub(notice).filter(|r| *r >= 16).ok_or(NoPlan::TooSmall)?;
+    let room = cap
+        .checked_sub(notice)
+        .filter(|r| *r >= 16)
+        .ok_or(NoPlan::TooSmall)?;
     // Items shown whole, then the one that does not fit.
     let mut used = 0usize;
     let mut cut = items.len();
@@ -121,7 +124,11 @@ pub fn plan(items: &[Item<'_>], budget: Budget, notice: usize) -> Result<Plan, N
         let mut start = 0usize;
         let mut first = k == cut;
         loop {
-            let avail = if first { room.saturating_sub(used) } else { room };
+            let avail = if first {
+                room.saturating_sub(used)
+            } else {
+                room
+            };
             let mut end = start;
             let mut size = overhead;
             while let Some(c) = costs.get(end) {
@@ -165,7 +172,7 @@ pub fn plan(items: &[Item<'_>], budget: Budget, notice: usize) -> Result<Plan, N
 fn units_for<'a>(item: &Item<'a>, budget: Budget, room: usize) -> Units<'a> {
     if let Some(u) = Units::structured(item.text, item.framing) {
         let overhead = overhead_cost(&u, budget);
-        let fits = (0..u.len()).all(|i| overhead + measure(u.unit(i), budget) + 1 <= room);
+        let fits = (0..u.len()).all(|i| overhead + measure(u.unit(i), budget) < room);
         if fits {
             return u;
         }

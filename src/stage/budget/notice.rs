@@ -52,7 +52,12 @@ fn next(out: &mut String, next: Next<'_>) {
 
 /// The notice after a cut result. `index` maps a text item's position to
 /// its index in `content[]`.
-pub fn first(plan: &Plan, budget: Budget, index: &dyn Fn(usize) -> usize, more: Next<'_>) -> String {
+pub fn first(
+    plan: &Plan,
+    budget: Budget,
+    index: &dyn Fn(usize) -> usize,
+    more: Next<'_>,
+) -> String {
     let mut out = String::with_capacity(256);
     let _ = write!(out, "{PREFIX} Result cut to fit {}.", budget.describe());
     let later = plan.pages.len().saturating_sub(1);

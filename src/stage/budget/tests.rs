@@ -46,7 +46,10 @@ fn toon_that_is_not_one_table_has_no_structured_units() {
         "[mcp-toon/v1] m\nt[2]{a}:\n  1\n  2\nu:\n  v: 1",
         "no marker\n[1]{a}:\n  1",
     ] {
-        assert!(Units::structured(text, Framing::Toon(Header::Marker)).is_none(), "{text}");
+        assert!(
+            Units::structured(text, Framing::Toon(Header::Marker)).is_none(),
+            "{text}"
+        );
     }
 }
 
@@ -54,7 +57,10 @@ fn toon_that_is_not_one_table_has_no_structured_units() {
 fn fenced_toon_keeps_its_fence() {
     let text = "[mcp-toon/v1] m\n```toon\n[2]{a}:\n  1\n  2\n```";
     let u = Units::structured(text, Framing::Toon(Header::Fence)).unwrap();
-    assert_eq!(u.render(1..2), "[mcp-toon/v1] m\n```toon\n[1]{a}:\n  2\n```");
+    assert_eq!(
+        u.render(1..2),
+        "[mcp-toon/v1] m\n```toon\n[1]{a}:\n  2\n```"
+    );
 }
 
 #[test]
@@ -129,7 +135,11 @@ fn a_result_that_fits_is_not_cut() {
         Err(NoPlan::Fits)
     );
     assert_eq!(
-        plan(&[item(&rows_json(300), Framing::Text)], Budget::Tokens(500), 495),
+        plan(
+            &[item(&rows_json(300), Framing::Text)],
+            Budget::Tokens(500),
+            495
+        ),
         Err(NoPlan::TooSmall)
     );
 }
@@ -172,7 +182,10 @@ fn a_structured_unit_larger_than_a_page_falls_back_to_lines() {
 fn the_longest_notice_bounds_every_notice() {
     let text = rows_json(500);
     let budget = Budget::Tokens(500);
-    let more = notice::Next::Handle { tool: "mcp_toon_page", handle: "abcdefghijklmnop" };
+    let more = notice::Next::Handle {
+        tool: "mcp_toon_page",
+        handle: "abcdefghijklmnop",
+    };
     let reserve = measure(&notice::longest(budget, text.len(), more), budget);
     let plan = plan(&[item(&text, Framing::Text)], budget, reserve).unwrap();
     let first = notice::first(&plan, budget, &|i| i, more);
@@ -181,5 +194,8 @@ fn the_longest_notice_bounds_every_notice() {
         let page = notice::page(p, 0, n + 1, plan.pages.len(), Some(more));
         assert!(measure(&page, budget) <= reserve, "{page}");
     }
-    assert!(first.starts_with("[mcp-toon] Result cut to fit 500 tokens. Shown: items 1-"), "{first}");
+    assert!(
+        first.starts_with("[mcp-toon] Result cut to fit 500 tokens. Shown: items 1-"),
+        "{first}"
+    );
 }

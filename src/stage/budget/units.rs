@@ -408,4 +408,3 @@ fn array_units<'a>(
         spans,
     })
 }
-

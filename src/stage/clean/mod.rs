@@ -43,8 +43,8 @@ mod whitespace;
 #[cfg(test)]
 mod tests;
 
-pub use cap::{can_hold_first_row, cap, Capped, Framing};
 pub(crate) use cap::split as split_framed;
+pub use cap::{can_hold_first_row, cap, Capped, Framing};
 pub use html::SUPPORTED as HTML_SUPPORTED;
 
 use serde::de::IgnoredAny;
