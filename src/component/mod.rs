@@ -13,13 +13,72 @@
 #[cfg(target_arch = "wasm32")]
 mod bindings;
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use crate::config::{Settings, StreamInfo};
 use crate::convert;
-use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, Step};
+use crate::exchange::{
+    Exchange, Flow, NoSessions, RequestHead, ResponseHead, SessionStore, Step,
+};
+use crate::page::reissue::UpstreamReply;
+use crate::page::{MemoryHost, PageHost, StoreError};
 use crate::report::Report;
 use crate::stage::trim::LlmReply;
+
+/// Where one processor keeps the pages of the results it cut: its own
+/// memory (a component instance shares nothing with other instances).
+/// Random bytes come from SipHash keyed by the standard library's
+/// per-process random keys (WASI `random` on wasm32-wasip2).
+#[derive(Debug)]
+pub struct Pages {
+    data: MemoryHost,
+    keys: RandomState,
+    counter: u64,
+}
+
+impl Default for Pages {
+    fn default() -> Self {
+        Pages {
+            data: MemoryHost::default(),
+            keys: RandomState::new(),
+            counter: 0,
+        }
+    }
+}
+
+impl PageHost for Pages {
+    fn shared_get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+        self.data.shared_get(key)
+    }
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), StoreError> {
+        self.data.shared_set(key, value, cas)
+    }
+    fn now_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+    fn random(&mut self, buf: &mut [u8]) -> bool {
+        for chunk in buf.chunks_mut(8) {
+            self.counter = self.counter.wrapping_add(1);
+            let word = self.keys.hash_one(self.counter).to_le_bytes();
+            let n = chunk.len();
+            chunk.copy_from_slice(word.get(..n).unwrap_or(&[]));
+        }
+        true
+    }
+}
+
+impl SessionStore for Pages {
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        self.shared_get(key).map(|(v, _)| v)
+    }
+    fn set(&mut self, key: &str, value: &[u8]) {
+        let _ = self.shared_set(key, value, 0);
+    }
+}
 
 /// What one exchange came to: the body to send, whether it changed, and the
 /// decision record.
@@ -50,6 +109,17 @@ pub fn process(
     content_type: &str,
     response_body: Vec<u8>,
 ) -> Outcome {
+    process_with(settings, &mut NoSessions, request_body, content_type, response_body)
+}
+
+/// [`process`], keeping the pages of cut results in `pages`.
+pub fn process_with(
+    settings: &Arc<Settings>,
+    pages: &mut dyn SessionStore,
+    request_body: &[u8],
+    content_type: &str,
+    response_body: Vec<u8>,
+) -> Outcome {
     let mut exchange = Exchange::new(Arc::clone(settings));
     let stream = StreamInfo::default();
     let plan = exchange.request_headers(RequestHead {
@@ -64,7 +134,7 @@ pub fn process(
     if plan.read_body && exchange.reads_request() {
         // A rewritten request (intent argument taken out) would go to the
         // server; this interface returns only the response.
-        let _ = exchange.request_chunk(request_body, true, &mut NoSessions);
+        let _ = exchange.request_chunk(request_body, true, pages);
     }
     exchange.response_headers(ResponseHead {
         status: Some(200),
@@ -76,7 +146,7 @@ pub fn process(
     if !exchange.reads_response() {
         return unchanged(response_body, &exchange);
     }
-    let step = exchange.response_chunk(&response_body, true, &mut NoSessions);
+    let step = exchange.response_chunk(&response_body, true, pages);
     let sent = perform(&mut exchange, step, response_body.clone());
     if sent == response_body {
         return unchanged(response_body, &exchange);
@@ -121,6 +191,59 @@ fn perform(exchange: &mut Exchange, mut step: Step, mut held: Vec<u8>) -> Vec<u8
     }
     sent.append(&mut held);
     sent
+}
+
+/// A response the processor sends itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub report: Report,
+}
+
+/// `answer-request`: a request the plugin answers without the server (a
+/// call of the page tool, where paging is on), or `None`: send it to the
+/// server. This world imports no HTTP client, so a page this processor does
+/// not hold cannot be rebuilt by calling the tool again: the agent gets the
+/// page tool's error.
+pub fn answer_request(
+    settings: &Arc<Settings>,
+    pages: &mut dyn SessionStore,
+    request_body: &[u8],
+    accept: &str,
+) -> Option<Reply> {
+    let mut exchange = Exchange::new(Arc::clone(settings));
+    let stream = StreamInfo::default();
+    let plan = exchange.request_headers(RequestHead {
+        stream: &stream,
+        method: "POST",
+        path: "/mcp",
+        content_type: Some("application/json"),
+        accept: Some(accept),
+        headers: &[],
+        end_of_stream: request_body.is_empty(),
+    });
+    if !plan.read_body || !exchange.reads_request() {
+        return None;
+    }
+    let mut step = exchange.request_chunk(request_body, true, pages);
+    if step.upstream.take().is_some() {
+        step = exchange.upstream_reply(&UpstreamReply::Failed);
+    }
+    let reply = step.reply?;
+    let content_type = reply
+        .headers
+        .iter()
+        .find(|(n, _)| n == "content-type")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    Some(Reply {
+        status: reply.status,
+        content_type,
+        body: reply.body,
+        report: exchange.report().clone(),
+    })
 }
 
 /// `toon-encode`: bare TOON, or why not.
@@ -210,6 +333,49 @@ mod tests {
         assert!(record.contains("\"stage\":\"trim\""), "{record}");
         assert!(out.changed, "{record}");
         assert!(out.report.summary().contains("encoded=1"), "{record}");
+    }
+
+    #[test]
+    fn a_processor_keeps_pages_and_answers_the_page_tool() {
+        let s = configure(
+            r#"{"hold_headers":true,"budget":{"tokens":300},"paging":{"enabled":true}}"#,
+        )
+        .unwrap();
+        let rows: Vec<serde_json::Value> = (0..200)
+            .map(|i| serde_json::json!({"id": i, "name": format!("row {i}"), "ok": true}))
+            .collect();
+        let text = serde_json::Value::Array(rows.clone()).to_string();
+        let body = serde_json::json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":text}]}})
+            .to_string()
+            .into_bytes();
+        let mut pages = Pages::default();
+        let out = process_with(&s, &mut pages, CALL, "application/json", body);
+        assert!(out.report.summary().contains("cut=1"), "{}", out.report.summary());
+        let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+        let mut notice = v["result"]["content"][1]["text"].as_str().unwrap().to_string();
+        let mut all: Vec<serde_json::Value> = serde_json::from_str(
+            &toon_decode(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        while let Some(at) = notice.find("{\"handle\":\"") {
+            let rest = &notice[at + 11..];
+            let handle = &rest[..rest.find('"').unwrap()];
+            let call = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                "params":{"name":"mcp_toon_page","arguments":{"handle":handle}}});
+            let reply = answer_request(&s, &mut pages, call.to_string().as_bytes(), "text/event-stream")
+                .unwrap();
+            assert_eq!(reply.content_type, "text/event-stream");
+            let data = String::from_utf8(reply.body).unwrap();
+            let data = data.strip_prefix("event: message\ndata: ").unwrap().trim_end();
+            let v: serde_json::Value = serde_json::from_str(data).unwrap();
+            let page = v["result"]["content"][0]["text"].as_str().unwrap();
+            let json = toon_decode(page).unwrap_or_else(|_| page.to_string());
+            all.extend(serde_json::from_str::<Vec<serde_json::Value>>(&json).unwrap());
+            notice = v["result"]["content"][1]["text"].as_str().unwrap().to_string();
+        }
+        assert_eq!(all, rows);
+        // Anything else goes to the server.
+        assert!(answer_request(&s, &mut pages, CALL, "application/json").is_none());
     }
 
     #[test]
