@@ -79,5 +79,14 @@ if [ ! -d tests/e2e/node_modules/@toon-format/toon ] \
   cp tests/e2e/package.json tests/e2e/node_modules/.bootstrap-stamp
 fi
 
+# --- The official TypeScript MCP client (SDK 1.x, MCP 2025-11-25) ----------
+# tests/e2e/test_budget.py pages through results with it.
+if [ ! -d tests/e2e/clients/node_modules/@modelcontextprotocol/sdk ] \
+   || ! cmp -s tests/e2e/clients/package-lock.json tests/e2e/clients/node_modules/.bootstrap-stamp; then
+  say "npm ci in tests/e2e/clients"
+  (cd tests/e2e/clients && npm ci --no-audit --no-fund --silent)
+  cp tests/e2e/clients/package-lock.json tests/e2e/clients/node_modules/.bootstrap-stamp
+fi
+
 say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
 say "ready"

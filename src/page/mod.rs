@@ -157,19 +157,32 @@ impl Framing {
 }
 
 /// A JSON-RPC response whose result is a `CallToolResult` of text items.
-/// `id` is the request's id as its JSON text.
-pub fn tool_result(id: &str, texts: &[&str], is_error: bool) -> String {
+/// `id` is the request's id as its JSON text. MCP 2026-07-28 results carry
+/// `resultType` (`"complete"`); earlier revisions have no such field.
+pub fn tool_result(id: &str, texts: &[&str], is_error: bool, modern: bool) -> String {
     let content: Vec<serde_json::Value> = texts
         .iter()
         .map(|t| serde_json::json!({"type": "text", "text": t}))
         .collect();
-    let result = if is_error {
-        serde_json::json!({ "content": content, "isError": true })
-    } else {
-        serde_json::json!({ "content": content })
-    };
+    let mut result = serde_json::Map::new();
+    result.insert("content".into(), serde_json::Value::Array(content));
+    if is_error {
+        result.insert("isError".into(), serde_json::Value::Bool(true));
+    }
+    if modern {
+        result.insert("resultType".into(), "complete".into());
+    }
     let id_value: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
     serde_json::json!({"jsonrpc": "2.0", "id": id_value, "result": result}).to_string()
+}
+
+/// The first MCP revision whose results carry `resultType`.
+const MODERN: &str = "2026-07-28";
+
+/// Whether a request speaks MCP 2026-07-28 or later: its protocol version
+/// travels in `params._meta` (and the `MCP-Protocol-Version` header).
+pub fn is_modern(version: Option<&str>) -> bool {
+    version.is_some_and(|v| v >= MODERN)
 }
 
 /// An in-memory host: tests, the CLI and the component (no shared data

@@ -149,7 +149,8 @@ impl Reissue {
         let indexes: Vec<usize> = blocks.iter().map(|b| b.index).collect();
         match page_of(&items, &indexes, &self.handle, &settings.paging) {
             Ok((text, notice)) => {
-                let message = tool_result(&self.call.id, &[&text, &notice], false);
+                let message =
+                    tool_result(&self.call.id, &[&text, &notice], false, self.call.modern);
                 let d = Decision {
                     stage: Stage::Page,
                     outcome: Outcome::Reissued,

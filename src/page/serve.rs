@@ -30,6 +30,9 @@ pub struct PageCall {
     /// `params._meta` as sent (MCP 2026-07-28 carries the protocol version
     /// and client info there); a re-issued call carries it too.
     pub meta: Option<String>,
+    /// The request speaks MCP 2026-07-28 or later (results need
+    /// `resultType`).
+    pub modern: bool,
 }
 
 #[derive(Deserialize)]
@@ -55,6 +58,12 @@ struct Arguments {
     handle: Option<serde_json::Value>,
 }
 
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<String>,
+}
+
 /// The page call in `body`: one JSON-RPC request (not a batch) calling
 /// `tool_name`.
 pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
@@ -73,10 +82,15 @@ pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
         .and_then(|a| serde_json::from_str::<Arguments>(a.get()).ok())
         .and_then(|a| a.handle)
         .and_then(|h| h.as_str().map(str::to_string));
+    let version = params
+        .meta
+        .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+        .and_then(|m| m.version);
     Some(PageCall {
         id,
         handle,
         meta: params.meta.map(|m| m.get().to_string()),
+        modern: super::is_modern(version.as_deref()),
     })
 }
 
@@ -131,7 +145,7 @@ pub fn refuse(
         Reason::PageMissing => "The page tool needs its `handle` argument: the handle in the notice of the previous page.",
         _ => "This page handle is unknown here: it was not issued by this gateway, or its pages are no longer held.",
     };
-    let message = tool_result(&call.id, &[&notice::refused(why)], true);
+    let message = tool_result(&call.id, &[&notice::refused(why)], true, call.modern);
     let d = decision(call, tool, Outcome::Passthrough(reason), 0);
     (framing.reply(&message, None), d)
 }
@@ -139,6 +153,21 @@ pub fn refuse(
 /// Answers a page call: from the store, by calling the tool again, or with
 /// a tool error.
 pub fn answer<H: PageHost + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
+    let header = cx
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("mcp-protocol-version"))
+        .map(|(_, v)| v.as_str());
+    let modern_call;
+    let call = if !call.modern && super::is_modern(header) {
+        modern_call = PageCall {
+            modern: true,
+            ..call.clone()
+        };
+        &modern_call
+    } else {
+        call
+    };
     let paging = &cx.settings.paging;
     let refused = |reason: Reason, tool: Option<&str>| {
         let (reply, d) = refuse(call, cx.framing, reason, tool);
@@ -161,7 +190,8 @@ pub fn answer<H: PageHost + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mu
         let store = Store::new(host, paging.store_pages, paging.store_bytes);
         match store.read(slot, &handle.id, handle.page, &cx.binding, now_s) {
             Ok(kept) => {
-                let message = tool_result(&call.id, &[&kept.text, &kept.notice], false);
+                let message =
+                    tool_result(&call.id, &[&kept.text, &kept.notice], false, call.modern);
                 let owner = Some(kept.tool.as_str()).filter(|t| !t.is_empty());
                 let d = decision(call, owner, Outcome::Paged, kept.text.len());
                 let summary = cx.settings.hold_headers.then(|| "paged=1".to_string());
