@@ -19,9 +19,7 @@ use std::sync::Arc;
 
 use crate::config::{Settings, StreamInfo};
 use crate::convert;
-use crate::exchange::{
-    Exchange, Flow, NoSessions, RequestHead, ResponseHead, SessionStore, Step,
-};
+use crate::exchange::{Exchange, Flow, NoSessions, RequestHead, ResponseHead, SessionStore, Step};
 use crate::page::reissue::UpstreamReply;
 use crate::page::{MemoryHost, PageHost, StoreError};
 use crate::report::Report;
@@ -109,7 +107,13 @@ pub fn process(
     content_type: &str,
     response_body: Vec<u8>,
 ) -> Outcome {
-    process_with(settings, &mut NoSessions, request_body, content_type, response_body)
+    process_with(
+        settings,
+        &mut NoSessions,
+        request_body,
+        content_type,
+        response_body,
+    )
 }
 
 /// [`process`], keeping the pages of cut results in `pages`.
@@ -337,10 +341,9 @@ mod tests {
 
     #[test]
     fn a_processor_keeps_pages_and_answers_the_page_tool() {
-        let s = configure(
-            r#"{"hold_headers":true,"budget":{"tokens":300},"paging":{"enabled":true}}"#,
-        )
-        .unwrap();
+        let s =
+            configure(r#"{"hold_headers":true,"budget":{"tokens":300},"paging":{"enabled":true}}"#)
+                .unwrap();
         let rows: Vec<serde_json::Value> = (0..200)
             .map(|i| serde_json::json!({"id": i, "name": format!("row {i}"), "ok": true}))
             .collect();
@@ -350,9 +353,16 @@ mod tests {
             .into_bytes();
         let mut pages = Pages::default();
         let out = process_with(&s, &mut pages, CALL, "application/json", body);
-        assert!(out.report.summary().contains("cut=1"), "{}", out.report.summary());
+        assert!(
+            out.report.summary().contains("cut=1"),
+            "{}",
+            out.report.summary()
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
-        let mut notice = v["result"]["content"][1]["text"].as_str().unwrap().to_string();
+        let mut notice = v["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let mut all: Vec<serde_json::Value> = serde_json::from_str(
             &toon_decode(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap(),
         )
@@ -362,16 +372,27 @@ mod tests {
             let handle = &rest[..rest.find('"').unwrap()];
             let call = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
                 "params":{"name":"mcp_toon_page","arguments":{"handle":handle}}});
-            let reply = answer_request(&s, &mut pages, call.to_string().as_bytes(), "text/event-stream")
-                .unwrap();
+            let reply = answer_request(
+                &s,
+                &mut pages,
+                call.to_string().as_bytes(),
+                "text/event-stream",
+            )
+            .unwrap();
             assert_eq!(reply.content_type, "text/event-stream");
             let data = String::from_utf8(reply.body).unwrap();
-            let data = data.strip_prefix("event: message\ndata: ").unwrap().trim_end();
+            let data = data
+                .strip_prefix("event: message\ndata: ")
+                .unwrap()
+                .trim_end();
             let v: serde_json::Value = serde_json::from_str(data).unwrap();
             let page = v["result"]["content"][0]["text"].as_str().unwrap();
             let json = toon_decode(page).unwrap_or_else(|_| page.to_string());
             all.extend(serde_json::from_str::<Vec<serde_json::Value>>(&json).unwrap());
-            notice = v["result"]["content"][1]["text"].as_str().unwrap().to_string();
+            notice = v["result"]["content"][1]["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
         }
         assert_eq!(all, rows);
         // Anything else goes to the server.
