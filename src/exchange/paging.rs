@@ -97,14 +97,16 @@ impl Exchange {
     /// paging holding limit when the request calls a tool with a budget
     /// (such results are cut, so they may be larger).
     pub(super) fn response_limit(&self) -> usize {
-        let budgeted = self.request.calls.iter().any(|c| {
-            c.method == crate::mcp::TOOLS_CALL
-                && self
-                    .settings
-                    .policy(self.scope, c.tool.as_deref())
-                    .budget
-                    .is_some()
-        });
+        // No budget anywhere: no policy to resolve per response.
+        let budgeted = self.settings.budget_anywhere()
+            && self.request.calls.iter().any(|c| {
+                c.method == crate::mcp::TOOLS_CALL
+                    && self
+                        .settings
+                        .policy(self.scope, c.tool.as_deref())
+                        .budget
+                        .is_some()
+            });
         if budgeted {
             self.settings
                 .max_body_bytes

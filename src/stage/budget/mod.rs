@@ -67,22 +67,6 @@ pub struct Plan {
     pub pages: Vec<Page>,
 }
 
-impl Plan {
-    /// Units of all items from the cut on that the first page does not show.
-    pub fn remaining_units(&self) -> usize {
-        let first = self.pages.first().map_or(0, |p| p.units.end);
-        let mut seen = Vec::new();
-        let mut total = 0usize;
-        for p in &self.pages {
-            if !seen.contains(&p.item) {
-                seen.push(p.item);
-                total += p.total;
-            }
-        }
-        total.saturating_sub(first)
-    }
-}
-
 /// Why a result could not be cut within its budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoPlan {
