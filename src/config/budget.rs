@@ -265,3 +265,131 @@ impl PagingSection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ServerScope, Settings, StreamInfo};
+
+    fn err(json: &str) -> ConfigError {
+        match Settings::from_json(json) {
+            Ok(_) => ConfigError::new("<accepted>", json),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn off_by_default() {
+        let s = Settings::from_json("{}").unwrap();
+        let p = s.policy(ServerScope::default(), Some("any"));
+        assert_eq!(
+            (p.budget, p.paging, p.reissue),
+            (None, false, Reissue::Auto)
+        );
+        assert!(!s.paging_anywhere() && !s.budget_anywhere() && !s.rewrites_listings());
+        assert_eq!(s.paging, PagingSettings::default());
+    }
+
+    #[test]
+    fn budgets_and_paging_resolve_most_specific_first() {
+        let s = Settings::from_json(
+            r#"{"hold_headers":true,"budget":{"tokens":30000},
+                "tools":{"a":{"budget":{"bytes":4096},"paging":{"enabled":true,"reissue":"never"}},
+                         "b":{"budget":{"tokens":0}}},
+                "servers":[{"match":{"cluster":"crm"},"budget":{"tokens":5000},"paging":{"enabled":true},
+                            "tools":{"a":{"budget":{"tokens":700}}}}]}"#,
+        )
+        .unwrap();
+        let crm = s.server_for(&StreamInfo {
+            cluster: Some("crm".into()),
+            ..StreamInfo::default()
+        });
+        let top = ServerScope::default();
+        assert_eq!(s.policy(top, Some("x")).budget, Some(Budget::Tokens(30000)));
+        assert_eq!(s.policy(top, Some("a")).budget, Some(Budget::Bytes(4096)));
+        assert_eq!(s.policy(top, Some("a")).reissue, Reissue::Never);
+        assert_eq!(s.policy(top, Some("b")).budget, None, "0 turns it off");
+        assert!(!s.policy(top, Some("x")).paging);
+        assert_eq!(s.policy(crm, Some("x")).budget, Some(Budget::Tokens(5000)));
+        assert!(s.policy(crm, Some("x")).paging);
+        assert_eq!(s.policy(crm, Some("a")).budget, Some(Budget::Tokens(700)));
+        assert!(s.paging_anywhere() && s.budget_anywhere() && s.rewrites_listings());
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_field_and_what_is_allowed() {
+        for (json, field, needle) in [
+            (
+                r#"{"budget":{"tokens":10,"bytes":5000}}"#,
+                "budget",
+                "one of",
+            ),
+            (
+                r#"{"budget":{"tokens":10}}"#,
+                "budget.tokens",
+                "200..=10000000",
+            ),
+            (
+                r#"{"tools":{"t":{"budget":{"bytes":10}}}}"#,
+                "tools.t.budget.bytes",
+                "1024..=",
+            ),
+            (
+                r#"{"servers":[{"match":{"route":"r"},"budget":{"tokens":1}}]}"#,
+                "servers[0].budget.tokens",
+                "200",
+            ),
+            (r#"{"budget":{"pages":3}}"#, "budget.pages", "unknown field"),
+            (
+                r#"{"paging":{"enabled":true}}"#,
+                "paging.enabled",
+                "hold_headers",
+            ),
+            (
+                r#"{"tools":{"t":{"paging":{"enabled":true}}}}"#,
+                "paging.enabled",
+                "hold_headers",
+            ),
+            (
+                r#"{"paging":{"reissue":"sometimes"}}"#,
+                "paging.reissue",
+                "auto",
+            ),
+            (
+                r#"{"paging":{"tool_name":"next page"}}"#,
+                "paging.tool_name",
+                "letters",
+            ),
+            (r#"{"paging":{"ttl_s":0}}"#, "paging.ttl_s", "1..=86400"),
+            (
+                r#"{"paging":{"store_pages":0}}"#,
+                "paging.store_pages",
+                "1..=65536",
+            ),
+            (
+                r#"{"paging":{"max_result_bytes":10}}"#,
+                "paging.max_result_bytes",
+                "1024",
+            ),
+            (
+                r#"{"paging":{"reissue_timeout_ms":0}}"#,
+                "paging.reissue_timeout_ms",
+                "1..=",
+            ),
+        ] {
+            let e = err(json);
+            assert_eq!(e.field, field, "{json}: {e}");
+            assert!(e.message.contains(needle), "{json}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_short_key_is_refused_without_being_quoted() {
+        let e = err(r#"{"paging":{"key":"hunter2-secret"}}"#);
+        assert_eq!(e.field, "paging.key");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        let s = Settings::from_json(r#"{"paging":{"key":"0123456789abcdef0123456789abcdef"}}"#)
+            .unwrap();
+        assert!(!format!("{:?}", s.paging).contains("0123456789abcdef"));
+    }
+}
