@@ -278,3 +278,85 @@ pub(super) fn listing<H: PageHost + ?Sized>(
     edits.insert(close, format!("{sep}{}", page_tool(name)));
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::mcp::RequestInfo;
+    use crate::page::MemoryHost;
+    use crate::report::Report;
+
+    fn run(config: &str, result: Value, host: &mut MemoryHost) -> Value {
+        let s = Settings::from_json(config).unwrap();
+        let request =
+            RequestInfo::parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
+        let mut report = Report::default();
+        let job = super::super::start(
+            &s,
+            Default::default(),
+            &request,
+            body.clone().into_bytes(),
+            &mut report,
+        )
+        .unwrap();
+        let mut cx = PageContext {
+            host,
+            binding: [0; 8],
+            cluster: Some("c"),
+        };
+        let out = job.finish_with(&s, None, &mut cx, &mut report).into_bytes();
+        serde_json::from_slice(&out).unwrap()
+    }
+
+    const PAGING: &str = r#"{"hold_headers":true,"tools":{"rows":{"budget":{"tokens":500},"paging":{"enabled":true}}}}"#;
+
+    fn tools() -> Value {
+        json!([
+            {"name": "rows", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}},
+            {"name": "write", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}
+        ])
+    }
+
+    #[test]
+    fn the_page_tool_is_listed_once_on_the_last_page_and_hints_are_learnt() {
+        let mut host = MemoryHost::default();
+        let v = run(PAGING, json!({"tools": tools(), "ttlMs": 0}), &mut host);
+        let names: Vec<&str> = v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["rows", "write", "mcp_toon_page"]);
+        assert_eq!(
+            v["result"]["ttlMs"], 0,
+            "the rest of the result is the server's"
+        );
+        assert_eq!(tools::known_safe(&host, "c", "rows"), Some(true));
+        assert_eq!(tools::known_safe(&host, "c", "write"), Some(false));
+        // Not on a listing page with more to come.
+        let v = run(
+            PAGING,
+            json!({"tools": tools(), "nextCursor": "2"}),
+            &mut host,
+        );
+        assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 2);
+        // Not where no listed tool pages.
+        let v = run(
+            r#"{"hold_headers":true,"tools":{"other":{"budget":{"tokens":500},"paging":{"enabled":true}}}}"#,
+            json!({"tools": tools()}),
+            &mut host,
+        );
+        assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 2);
+        // An empty listing of a server that pages everything.
+        let v = run(
+            r#"{"hold_headers":true,"budget":{"tokens":500},"paging":{"enabled":true}}"#,
+            json!({"tools": []}),
+            &mut host,
+        );
+        assert_eq!(v["result"]["tools"][0]["name"], "mcp_toon_page");
+    }
+}
