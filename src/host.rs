@@ -7,21 +7,15 @@
 //! [`HostError`]; it decides nothing. Every call that can fail returns a
 //! `Result`, and the driver acts on each one: a refused body write turns the
 //! rest of the stream into a byte-identical pass-through, a refused callout
-//! fails the trim open, a refused metric or property is logged.
+//! fails the trim open (or the page call with a tool error), a refused
+//! local reply sends the request on to the server as it came, a refused
+//! shared-data write keeps no page, a refused metric or property is
+//! logged.
 //!
-//! Later work has its place here, added when something uses it (proxy-wasm
-//! ABI 0.2.1 has each call):
-//! - a local response answered by the plugin without reaching the server
-//!   (`proxy_send_local_response`): `fn send_local_response(&mut self,
-//!   status: u16, headers: &[(&str, &str)], body: &[u8]) -> HostResult<()>`;
-//! - callouts to any cluster: [`LlmRequest::cluster`] already names it;
-//! - shared data with compare-and-swap: `shared_get` returning the CAS
-//!   token beside the value, `shared_set` taking it
-//!   (`proxy_get_shared_data` / `proxy_set_shared_data` carry one);
-//! - random bytes (`wasi:random` through WASI's `random_get`):
-//!   `fn random(&mut self, out: &mut [u8]) -> HostResult<()>`.
+//! Callouts go to any cluster [`LlmRequest::cluster`] names: the trim
+//! endpoint, or the route's own cluster for a re-issued tool call.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::callout::LlmRequest;
 
@@ -29,6 +23,12 @@ use crate::callout::LlmRequest;
 /// `WasmResult` code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostError(pub u32);
+
+impl HostError {
+    /// A shared-data write whose key changed since it was read (proxy-wasm
+    /// `WasmResult::CasMismatch`).
+    pub const CAS_MISMATCH: HostError = HostError(8);
+}
 
 pub type HostResult<T> = Result<T, HostError>;
 
@@ -88,10 +88,13 @@ pub enum LogLevel {
 /// The calls the core makes. Body calls address the buffer of the current
 /// callback; outside a body callback (a callout reply, trailers) the
 /// response body is writable only while the response is paused, and a host
-/// refuses otherwise.
+/// refuses otherwise. Stream calls made outside any stream (a timer) are
+/// refused.
 pub trait Host {
     /// One header value; `None` when absent (or not UTF-8).
     fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>>;
+    /// Every header of a map, in order (pairs that are not UTF-8 left out).
+    fn headers(&self, map: Headers) -> HostResult<Vec<(String, String)>>;
     fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()>;
     fn remove_header(&mut self, map: Headers, name: &str) -> HostResult<()>;
 
@@ -111,11 +114,28 @@ pub trait Host {
     fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()>;
     /// Lets a paused direction go on (after the callback that calls it).
     fn resume(&mut self, direction: Direction) -> HostResult<()>;
+    /// Answers the request with this response instead of the server's
+    /// (proxy-wasm `send_local_response`): the request never reaches the
+    /// server. Only while the request has not gone on.
+    fn send_local_response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> HostResult<()>;
 
-    /// Data shared by every stream of the host (all workers of one Envoy).
-    fn shared_get(&self, key: &str) -> HostResult<Option<Vec<u8>>>;
-    /// Stores `value`; an empty value clears the key.
-    fn shared_set(&mut self, key: &str, value: &[u8]) -> HostResult<()>;
+    /// Data shared by every stream of the host (all workers of one Envoy),
+    /// with its version for compare-and-swap.
+    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>>;
+    /// Stores `value` if the key is still at version `cas` (0: whatever it
+    /// is at); [`HostError::CAS_MISMATCH`] when it changed since. An empty
+    /// value clears the key.
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()>;
+    /// Fills `out` from a cryptographically secure source (WASI
+    /// `random_get`).
+    fn random(&mut self, out: &mut [u8]) -> HostResult<()>;
+    /// Calls [`crate::driver::tick`] every `period` (a plugin-wide timer).
+    fn set_tick_period(&mut self, period: Duration) -> HostResult<()>;
 
     /// Adds `by` to a counter of [`crate::report::all_metrics`].
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()>;

@@ -16,6 +16,7 @@ pub mod json;
 pub mod marker;
 pub mod mcp;
 pub mod outcome;
+pub mod page;
 pub mod pipeline;
 pub mod report;
 #[cfg(any(test, feature = "sim"))]

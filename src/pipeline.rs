@@ -8,8 +8,11 @@
 //!    `structuredContent`, `isError` results, errors and other items never;
 //! 2. per block: clean → trim → TOON (this order: TOON is lossless and must
 //!    see the final text; trim must see cleaned text);
-//! 3. `tools/list` results get the optional decode hint and intent argument;
-//! 4. each changed string is spliced back at its byte span.
+//! 3. per result of a tool with a budget: cut to fit, the rest kept as
+//!    pages ([`budget`]; after every other stage);
+//! 4. `tools/list` results get the optional decode hint and intent argument
+//!    (and the page tool, where paging is on);
+//! 5. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
 //! everything up to it and returns a [`Job`]; the host performs
@@ -24,9 +27,13 @@ use crate::intent;
 use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
+use crate::page::PageHost;
 use crate::report::{Decision, Report};
 use crate::stage::clean::{self, Framing};
 use crate::stage::{self, trim};
+
+mod budget;
+pub use budget::{page_tool, PageContext};
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
 pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
@@ -42,6 +49,12 @@ struct Block {
     tool: Option<String>,
     index: usize,
     policy: Policy,
+    /// The text is a TOON emission (with the policy's header).
+    encoded: bool,
+    /// An LLM rewrote the block.
+    trimmed: bool,
+    /// The budget step wrote the block's result already.
+    written: bool,
 }
 
 impl Block {
@@ -148,6 +161,11 @@ pub struct Job {
     edits: Edits,
     blocks: Vec<Block>,
     trim: Option<TrimPlan>,
+    /// Results of tools with a budget.
+    shapes: Vec<budget::Shape>,
+    /// `tools/list` results, where the page tool may be listed.
+    listings: Vec<Range<usize>>,
+    scope: ServerScope,
 }
 
 /// Runs the stages over one response body without an LLM endpoint (the CLI,
@@ -209,6 +227,8 @@ pub fn start(
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
+    let mut shapes = Vec::new();
+    let mut listings = Vec::new();
     {
         let Some(messages) = mcp::parse_messages(&body) else {
             report.push(Decision::response(Reason::MalformedResponse));
@@ -221,11 +241,22 @@ pub fn start(
             };
             if call.method == mcp::TOOLS_CALL {
                 let found = tool_call_blocks(settings, scope, &body, call, message, report);
+                if !found.is_empty() && found.iter().any(|b| b.policy.budget.is_some()) {
+                    if let Some(shape) = message
+                        .result
+                        .and_then(|r| budget::Shape::of(&body, call, r))
+                    {
+                        shapes.push(shape);
+                    }
+                }
                 intents.extend(found.iter().map(|_| call.intent.clone()));
                 blocks.extend(found);
             } else if call.method == mcp::TOOLS_LIST {
                 if let Some(result) = message.result {
                     listing(settings, scope, &body, call, result, &mut edits, report);
+                    if settings.paging_anywhere() {
+                        listings.extend(Edits::span_of(&body, result));
+                    }
                 }
             }
         }
@@ -239,6 +270,9 @@ pub fn start(
         edits,
         blocks,
         trim,
+        shapes,
+        listings,
+        scope,
     })
 }
 
@@ -249,27 +283,36 @@ impl Job {
     }
 
     /// Applies the callout's reply (or its absence), encodes, and returns
-    /// the body to send when anything changed.
+    /// the body to send when anything changed. Results over a budget are
+    /// cut without pages (no store, no handles).
     pub fn finish(
         self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
-        let mut budget = stage::toon::Budget::per_response();
-        self.finish_within(settings, reply, &mut budget, report)
+        let mut host = crate::page::SharedMemory::default();
+        let mut cx = PageContext {
+            host: &mut host,
+            binding: [0; 8],
+            cluster: None,
+        };
+        let mut toon = stage::toon::Budget::per_response();
+        self.finish_with(settings, reply, &mut toon, &mut cx, report)
     }
 
     /// [`Job::finish`], drawing the TOON stage's generic-path work from
-    /// `budget` (an event stream shares one across its events).
-    pub fn finish_within(
+    /// `toon` (an event stream shares one across its events) and keeping
+    /// the pages of cut results where `cx` says.
+    pub fn finish_with<H: PageHost + ?Sized>(
         self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
-        budget: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Budget,
+        cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> Output {
-        self.finish_keeping_original(settings, reply, budget, report)
+        self.finish_keeping_original(settings, reply, toon, cx, report)
             .0
     }
 
@@ -283,24 +326,47 @@ impl Job {
         self.body.into_bytes()
     }
 
-    /// [`Job::finish`], handing back the original body too when a new one
-    /// replaces it: a host that refuses the new body gets the original.
-    pub fn finish_keeping_original(
+    /// [`Job::finish_with`], handing back the original body too when a new
+    /// one replaces it: a host that refuses the new body gets the original.
+    pub fn finish_keeping_original<H: PageHost + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
-        budget: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Budget,
+        cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
-        for block in &mut self.blocks {
-            let encoded = encode(block, budget, report);
-            block.cap(encoded, report);
+        self.stages(toon, report);
+        budget::apply(
+            settings,
+            &self.body,
+            &self.shapes,
+            &mut self.blocks,
+            cx,
+            &mut self.edits,
+            report,
+        );
+        for span in &self.listings {
+            let Some(text) = self.body.get(span.clone()) else {
+                continue;
+            };
+            let Ok(result) = serde_json::from_str::<&RawValue>(text) else {
+                continue;
+            };
+            budget::listing(
+                settings,
+                self.scope,
+                &self.body,
+                result,
+                cx,
+                &mut self.edits,
+            );
         }
         for block in &self.blocks {
-            if block.changed {
+            if block.changed && !block.written {
                 match serde_json::to_string(&block.text) {
                     Ok(literal) => self.edits.replace_span(block.span.clone(), literal),
                     Err(_) => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
@@ -319,6 +385,73 @@ impl Job {
             None => (Output::Unchanged(self.body.into_bytes()), None),
         }
     }
+
+    /// TOON, then the cap, on every block.
+    fn stages(&mut self, toon: &mut stage::toon::Budget, report: &mut Report) {
+        for block in &mut self.blocks {
+            let encoded = encode(block, toon, report);
+            block.encoded = encoded;
+            block.cap(encoded, report);
+        }
+    }
+}
+
+/// One text item of a result after every stage but the budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalItem {
+    /// Index in `content[]`.
+    pub index: usize,
+    pub text: String,
+    pub framing: Framing,
+}
+
+/// The text items of the result in `message` (a JSON-RPC response with
+/// id `id` to a `tools/call` of `tool`) as the stages leave them before the
+/// budget, without trim: a page rebuilt by calling the tool again.
+/// `None` when the message is no successful tool result.
+pub fn final_items(
+    settings: &Settings,
+    scope: ServerScope,
+    id: &str,
+    tool: Option<&str>,
+    message: &str,
+) -> Option<Vec<FinalItem>> {
+    let request = RequestInfo {
+        calls: vec![Call {
+            id: id.to_string(),
+            method: mcp::TOOLS_CALL.to_string(),
+            tool: tool.map(str::to_string),
+            ..Call::default()
+        }],
+    };
+    let mut report = Report::default();
+    let mut job = start(
+        settings,
+        scope,
+        &request,
+        message.as_bytes().to_vec(),
+        &mut report,
+    )
+    .ok()?;
+    job.trim = None;
+    if job.blocks.is_empty() {
+        return None;
+    }
+    job.stages(&mut stage::toon::Budget::per_response(), &mut report);
+    Some(
+        job.blocks
+            .into_iter()
+            .map(|b| FinalItem {
+                index: b.index,
+                framing: if b.encoded {
+                    Framing::Toon(b.policy.toon.header)
+                } else {
+                    Framing::Text
+                },
+                text: b.text,
+            })
+            .collect(),
+    )
 }
 
 /// Stage 2 planning: which blocks the one callout covers.
@@ -385,7 +518,10 @@ fn apply_trim(
             Err(r) => Err(*r),
         };
         match extracted.and_then(|e| trim::guard(&block.text, e).map(|()| e)) {
-            Ok(e) => block.rewrite(Stage::Trim, Outcome::Trimmed, e.to_string(), false, report),
+            Ok(e) => {
+                block.rewrite(Stage::Trim, Outcome::Trimmed, e.to_string(), false, report);
+                block.trimmed = true;
+            }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }
     }
@@ -481,6 +617,9 @@ fn tool_call_blocks(
             tool: call.tool.clone(),
             index,
             policy: policy.clone(),
+            encoded: false,
+            trimmed: false,
+            written: false,
         });
     }
     blocks

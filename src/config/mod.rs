@@ -5,6 +5,7 @@
 //! Precedence, most specific first: the matching server's `tools` entry, the
 //! top-level `tools` entry, the matching server, the top level, defaults.
 
+mod budget;
 mod clean;
 mod error;
 mod toon;
@@ -14,6 +15,9 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+pub use budget::{
+    Budget, BudgetPatch, PagingPatch, PagingSection, PagingSettings, Reissue, DEFAULT_PAGE_TOOL,
+};
 pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
@@ -35,12 +39,17 @@ pub struct Patch {
     pub clean: CleanPatch,
     #[serde(default)]
     pub trim: TrimPatch,
+    #[serde(default)]
+    pub budget: BudgetPatch,
+    #[serde(default)]
+    pub paging: PagingPatch,
 }
 
 impl Patch {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
         self.toon.validate(&join(path, "toon"))?;
-        self.clean.validate(&join(path, "clean"))
+        self.clean.validate(&join(path, "clean"))?;
+        self.budget.validate(&join(path, "budget"))
     }
 }
 
@@ -53,6 +62,10 @@ struct RawConfig {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimSection,
+    #[serde(default)]
+    budget: BudgetPatch,
+    #[serde(default)]
+    paging: PagingSection,
     max_body_bytes: Option<u64>,
     max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
@@ -75,6 +88,10 @@ struct RawServer {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimPatch,
+    #[serde(default)]
+    budget: BudgetPatch,
+    #[serde(default)]
+    paging: PagingPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -138,11 +155,18 @@ pub struct Settings {
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
+    /// The page tool, store and key; whether a tool pages is
+    /// [`Policy::paging`].
+    pub paging: PagingSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
     /// Some layer enables trim: requests must be read for intents.
     trim_anywhere: bool,
+    /// Some layer enables paging: page-tool calls are answered here.
+    paging_anywhere: bool,
+    /// Some layer sets a budget: a result may be held past `max_body_bytes`.
+    budget_anywhere: bool,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -152,6 +176,12 @@ pub struct Policy {
     pub clean: CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
+    /// What an agent reads of one result at most; `None`: no cut.
+    pub budget: Option<Budget>,
+    /// The rest of a cut result can be fetched with the page tool.
+    pub paging: bool,
+    /// Whether a page may be served by calling the tool again.
+    pub reissue: Reissue,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -167,10 +197,13 @@ impl Default for Settings {
             annotate_tools: false,
             hold_headers: false,
             trim: TrimSettings::default(),
+            paging: PagingSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
             trim_anywhere: false,
+            paging_anywhere: false,
+            budget_anywhere: false,
         }
     }
 }
@@ -202,8 +235,10 @@ impl Settings {
     fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
         raw.clean.validate("clean")?;
+        raw.budget.validate("budget")?;
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
+        let paging = raw.paging.resolve()?;
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
@@ -230,16 +265,18 @@ impl Settings {
                     "needs at least one of `route`, `cluster`, `authority`",
                 ));
             }
-            s.toon.validate(&format!("{path}.toon"))?;
-            s.clean.validate(&format!("{path}.clean"))?;
+            let patch = Patch {
+                toon: s.toon,
+                clean: s.clean,
+                trim: s.trim,
+                budget: s.budget,
+                paging: s.paging,
+            };
+            patch.validate(&path)?;
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
-                patch: Patch {
-                    toon: s.toon,
-                    clean: s.clean,
-                    trim: s.trim,
-                },
+                patch,
                 tools: s.tools,
             });
         }
@@ -249,21 +286,46 @@ impl Settings {
             || servers
                 .iter()
                 .any(|s| enables(&s.patch) || s.tools.values().any(enables));
+        let base = Patch {
+            toon: raw.toon,
+            clean: raw.clean,
+            trim: TrimPatch {
+                enabled: trim_enabled,
+            },
+            budget: raw.budget,
+            paging: raw.paging.patch(),
+        };
+        let any = |f: &dyn Fn(&Patch) -> bool| {
+            f(&base)
+                || raw.tools.values().any(f)
+                || servers
+                    .iter()
+                    .any(|s| f(&s.patch) || s.tools.values().any(f))
+        };
+        let paging_anywhere = any(&|p| p.paging.enabled == Some(true));
+        let budget_anywhere = any(&|p| matches!(p.budget.resolve(), Some(Some(_))));
+        let hold_headers = raw.hold_headers.unwrap_or(false);
+        if paging_anywhere && !hold_headers {
+            // A page call must not reach the server: its request headers are
+            // held until the body says whether it is one, which needs Envoy's
+            // allow_on_headers_stop_iteration (the same switch).
+            return Err(ConfigError::new(
+                "paging.enabled",
+                "needs `hold_headers: true` (with `allow_on_headers_stop_iteration: true` in Envoy >= 1.35): page calls are answered before their headers reach the server",
+            ));
+        }
         Ok(Self {
             trim_anywhere,
+            paging_anywhere,
+            budget_anywhere,
+            paging,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
-            hold_headers: raw.hold_headers.unwrap_or(false),
+            hold_headers,
             trim,
-            base: Patch {
-                toon: raw.toon,
-                clean: raw.clean,
-                trim: TrimPatch {
-                    enabled: trim_enabled,
-                },
-            },
+            base,
             tools: raw.tools,
             servers,
         })
@@ -275,9 +337,22 @@ impl Settings {
         self.trim_anywhere
     }
 
-    /// True when `tools/list` responses may change.
+    /// True when some layer enables paging: calls of the page tool are
+    /// answered by the plugin, and listings learn tool annotations.
+    pub fn paging_anywhere(&self) -> bool {
+        self.paging_anywhere
+    }
+
+    /// True when some layer sets a budget.
+    pub fn budget_anywhere(&self) -> bool {
+        self.budget_anywhere
+    }
+
+    /// True when `tools/list` responses may change (or must be read).
     pub fn rewrites_listings(&self) -> bool {
-        self.annotate_tools || (self.trim_anywhere && self.trim.advertise_intent)
+        self.annotate_tools
+            || (self.trim_anywhere && self.trim.advertise_intent)
+            || self.paging_anywhere
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.
@@ -304,12 +379,25 @@ impl Settings {
         let mut toon = ToonSettings::default();
         let mut clean = CleanSettings::default();
         let mut trim = false;
+        let mut budget = None;
+        let mut paging = false;
+        let mut reissue = Reissue::default();
         for layer in layers {
             toon.apply(&layer.toon);
             layer.clean.apply(&mut clean);
             trim = layer.trim.enabled.unwrap_or(trim);
+            budget = layer.budget.resolve().unwrap_or(budget);
+            paging = layer.paging.enabled.unwrap_or(paging);
+            reissue = layer.paging.reissue.unwrap_or(reissue);
         }
-        Policy { toon, clean, trim }
+        Policy {
+            toon,
+            clean,
+            trim,
+            budget,
+            paging,
+            reissue,
+        }
     }
 }
 

@@ -2,15 +2,20 @@
 //! through the pipeline in one piece.
 
 use super::collect::Collecting;
-use super::{Exchange, Flow, Out, Phase, Step};
+use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output};
-use crate::stage::toon::Budget;
 
 impl Exchange {
-    pub(super) fn json_chunk(&mut self, chunk: &[u8], end_of_stream: bool) -> Step {
+    pub(super) fn json_chunk(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         let kept = !self.response_body.bytes.is_empty();
-        let max = self.settings.max_body_bytes;
+        // A tool with a budget may be held past `max_body_bytes`.
+        let max = self.limit;
         match self.response_body.push(chunk, end_of_stream, max) {
             // Continue on an emptied buffer: a paused body makes Envoy hold
             // the final replacement against its buffer limit. Held headers
@@ -38,14 +43,20 @@ impl Exchange {
                 step.content_length = self.final_length(None);
                 step
             }
-            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept),
+            Collecting::Closed(body, rest) => self.json_end(body, rest, !kept, sessions),
         }
     }
 
     /// The whole JSON value is in: run the stages. `after`: the bytes that
     /// followed the value in its last chunk (whitespace). `one_chunk`: the
     /// body and `after` are exactly the chunk at hand.
-    fn json_end(&mut self, body: Vec<u8>, after: Vec<u8>, one_chunk: bool) -> Step {
+    fn json_end(
+        &mut self,
+        body: Vec<u8>,
+        after: Vec<u8>,
+        one_chunk: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
         self.phase = Phase::Done;
         match pipeline::start(
             &self.settings,
@@ -62,12 +73,7 @@ impl Exchange {
                     self.job = Some((job, after));
                     Step::swallow(Flow::Pause).with_callout(request)
                 }
-                None => match job.finish_keeping_original(
-                    &self.settings,
-                    None,
-                    &mut Budget::per_response(),
-                    &mut self.report,
-                ) {
+                None => match self.finish_job(job, None, sessions) {
                     (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
                     (out, original) => self.final_body(out, original, after),
                 },
@@ -93,10 +99,8 @@ impl Exchange {
         }
         let length = bytes.len();
         Step {
-            out: Out::Bytes { bytes, original },
             content_length: self.final_length(Some(length)),
-            flow: Flow::Continue,
-            callout: None,
+            ..Step::new(Out::Bytes { bytes, original }, Flow::Continue)
         }
     }
 

@@ -18,9 +18,11 @@ use serde::{Deserialize, Serialize};
 
 use super::Exchange;
 use crate::mcp::{self, Call, RequestInfo};
+use crate::page::PageHost;
 
-/// A key-value store shared by all streams of the host.
-pub trait SessionStore {
+/// A key-value store shared by all streams of the host (its page-store
+/// calls, [`PageHost`], default to "none").
+pub trait SessionStore: PageHost {
     fn get(&self, key: &str) -> Option<Vec<u8>>;
     /// Stores `value`; an empty value clears the key.
     fn set(&mut self, key: &str, value: &[u8]);
@@ -29,6 +31,8 @@ pub trait SessionStore {
 /// For hosts without shared state: legacy streams fall back to shapes.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoSessions;
+
+impl PageHost for NoSessions {}
 
 impl SessionStore for NoSessions {
     fn get(&self, _key: &str) -> Option<Vec<u8>> {
@@ -141,6 +145,7 @@ impl Exchange {
                     method: r.m,
                     tool: r.t,
                     intent: r.i,
+                    arguments: None,
                 }),
                 None if message
                     .result
@@ -152,6 +157,7 @@ impl Exchange {
                         method: mcp::TOOLS_CALL.to_string(),
                         tool: None,
                         intent: None,
+                        arguments: None,
                     })
                 }
                 None => {}
@@ -203,6 +209,8 @@ mod slot_tests {
 
     #[derive(Default)]
     struct Store(HashMap<String, Vec<u8>>);
+
+    impl crate::page::PageHost for Store {}
 
     impl SessionStore for Store {
         fn get(&self, key: &str) -> Option<Vec<u8>> {

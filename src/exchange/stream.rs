@@ -26,7 +26,7 @@ pub(super) struct SseState {
     pending: Option<(Event, Job)>,
     /// The TOON stage's generic-path budget, one for the whole stream: per
     /// event, a stream of many small events would get it many times.
-    toon_budget: Budget,
+    pub(super) toon_budget: Budget,
 }
 
 impl SseState {
@@ -126,12 +126,7 @@ impl Exchange {
         let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let mut spare = Budget::per_response();
-            let budget = self
-                .stream
-                .as_mut()
-                .map_or(&mut spare, |s| &mut s.toon_budget);
-            let out = job.finish_within(&self.settings, Some(reply), budget, &mut self.report);
+            let (out, _) = self.finish_job(job, Some(reply), sessions);
             sent.event(with_output(event, out));
         }
         self.drain(sent, None, sessions)
@@ -237,12 +232,7 @@ impl Exchange {
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }
-        let mut spare = Budget::per_response();
-        let budget = self
-            .stream
-            .as_mut()
-            .map_or(&mut spare, |s| &mut s.toon_budget);
-        let out = job.finish_within(&self.settings, None, budget, &mut self.report);
+        let (out, _) = self.finish_job(job, None, sessions);
         let (bytes, was) = with_output(event, out);
         EventPlan::Ready(bytes, was)
     }

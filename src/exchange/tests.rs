@@ -18,6 +18,7 @@ fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> Req
         content_type: ct,
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
+        headers: &[],
     }
 }
 
@@ -66,7 +67,8 @@ fn into_tool_call(e: &mut Exchange) {
         RequestPlan {
             strip_accept_encoding: true,
             read_body: true,
-            remove_content_length: false
+            remove_content_length: false,
+            pause_headers: false,
         }
     );
     let (a, b) = CALL.split_at(10);
@@ -631,6 +633,8 @@ mod streams {
 
     #[derive(Default)]
     struct Shared(HashMap<String, Vec<u8>>);
+
+    impl crate::page::PageHost for Shared {}
 
     impl SessionStore for Shared {
         fn get(&self, key: &str) -> Option<Vec<u8>> {

@@ -12,7 +12,7 @@ use super::{id_key, messages, TOOLS_CALL};
 use crate::json::object;
 
 /// One request (not a notification: those have no id and no response).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Call {
     pub id: String,
     pub method: String,
@@ -20,6 +20,10 @@ pub struct Call {
     pub tool: Option<String>,
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
+    /// `params.arguments` of a `tools/call` as sent, when at most
+    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
+    /// carries them to call the tool again.
+    pub arguments: Option<String>,
 }
 
 /// The requests of one body, in order.
@@ -52,8 +56,10 @@ struct RawRequest<'a> {
 }
 
 #[derive(Deserialize)]
-struct CallParams {
+struct CallParams<'a> {
     name: Option<String>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 impl RequestInfo {
@@ -75,18 +81,29 @@ impl RequestInfo {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, intent) = match params {
-                Some(p) if method == TOOLS_CALL => (
-                    object::<CallParams>(p).and_then(|p| p.name),
-                    intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
-                ),
-                _ => (None, None),
+            let (tool, arguments, intent) = match params {
+                Some(p) if method == TOOLS_CALL => {
+                    let parsed = object::<CallParams>(p);
+                    let arguments = parsed
+                        .as_ref()
+                        .and_then(|c| c.arguments)
+                        .map(|a| a.get())
+                        .filter(|a| a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                        .map(str::to_string);
+                    (
+                        parsed.and_then(|c| c.name),
+                        arguments,
+                        intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                    )
+                }
+                _ => (None, None, None),
             };
             calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
                 intent,
+                arguments,
             });
         }
         Some(RequestInfo { calls })
@@ -128,7 +145,8 @@ mod tests {
                 id: "7".into(),
                 method: "tools/call".into(),
                 tool: Some("rows".into()),
-                intent: None
+                intent: None,
+                arguments: Some("{}".into()),
             }]
         );
     }

@@ -245,9 +245,11 @@ def start_envoy(
     wait: bool = True,
     extra_clusters: list[dict[str, Any]] | None = None,
     tweak: Callable[[dict[str, Any]], None] | None = None,
+    concurrency: int = 1,
 ) -> Envoy:
     """`tweak`: edits the rendered configuration in place before Envoy
-    starts (e.g. route timeouts for event streams)."""
+    starts (e.g. route timeouts for event streams); `concurrency`: worker
+    threads (each runs its own VM; shared data spans them)."""
     admin_port = free_port()
     config = render_envoy(
         listeners, upstream_port, admin_port, access_log_path=access_log_path, extra_clusters=extra_clusters
@@ -264,7 +266,7 @@ def start_envoy(
             "-c",
             str(config_path),
             "--concurrency",
-            "1",
+            str(concurrency),
             "--log-level",
             "info",
             "--component-log-level",
