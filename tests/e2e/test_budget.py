@@ -31,11 +31,12 @@ import pytest
 from mcp import Client
 
 import harness
+import peers
 from harness import Listener, free_port, same_json, split_marker, toon_decode
 
 ROOT = harness.ROOT
 CLI = ROOT / "target" / "release" / "mcp-toon"
-CLIENTS = ROOT / "tests" / "e2e" / "clients"
+E2E = ROOT / "tests" / "e2e"
 KEY = "e2e-key-0123456789abcdef0123456789abcdef"
 BUDGET = 20_000
 PAGE_TOOL = "mcp_toon_page"
@@ -107,8 +108,8 @@ def ts_pages(url: str, tool: str, args: dict[str, Any]) -> tuple[list[dict[str, 
     """The TypeScript client does the same; returns pages, its listing and
     its session id."""
     out = subprocess.run(
-        ["node", str(CLIENTS / "page_client.mjs"), url, tool, json.dumps(args), PAGE_TOOL],
-        capture_output=True, text=True, timeout=600, cwd=CLIENTS,
+        [str(peers.NODE), str(E2E / "page_client.mjs"), url, tool, json.dumps(args), PAGE_TOOL],
+        capture_output=True, text=True, timeout=600, cwd=E2E,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
