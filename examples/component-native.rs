@@ -5,10 +5,11 @@
 //!
 //! Input:  `{"configs":[text], "exchanges":[{"config":i,"request":[u8],
 //!          "content_type":text,"response":[u8]}], "encode":[text],
-//!          "decode":[text]}`
+//!          "decode":[text], "project":[[json, expression, max]]}`
 //! Output: `{"configs":[{"ok":null}|{"err":text}], "exchanges":[{"body":[u8],
 //!          "changed":bool,"report":text,"summary":text}|{"err":text}],
-//!          "encode":[{"ok":text}|{"err":text}], "decode":[...]}`
+//!          "encode":[{"ok":text}|{"err":text}], "decode":[...],
+//!          "project":[...]}`
 
 use std::io::Read;
 use std::process::ExitCode;
@@ -23,6 +24,8 @@ struct Cases {
     exchanges: Vec<Exchange>,
     encode: Vec<String>,
     decode: Vec<String>,
+    #[serde(default)]
+    project: Vec<(String, String, u32)>,
 }
 
 #[derive(Deserialize)]
@@ -91,11 +94,17 @@ fn main() -> ExitCode {
         .iter()
         .map(|t| result(component::toon_decode(t)))
         .collect();
+    let project: Vec<Value> = cases
+        .project
+        .iter()
+        .map(|(j, e, max)| result(component::project_query(j, e, *max)))
+        .collect();
     let out = json!({
         "configs": configs,
         "exchanges": exchanges,
         "encode": encode,
         "decode": decode,
+        "project": project,
     });
     println!("{out}");
     ExitCode::SUCCESS

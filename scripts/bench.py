@@ -1,7 +1,8 @@
 """`make bench` (first part): runs the benchmarks of issue 7 and rewrites BENCHMARKS.md
 with the figures and the commands that made them.
 
-1. token savings on bench/corpus/ (cargo bench --bench token_savings);
+1. token savings on bench/corpus/ (cargo bench --bench token_savings), and
+   before/after projection (cargo bench --bench projection);
 2. native TOON stage throughput (cargo bench --bench toon_throughput);
 3. through Envoy: no plugin / plugin with every stage off / plugin adaptive,
    on tabular and non-tabular results of 1 KB and 64 KB, with wrk;
@@ -103,6 +104,37 @@ plugin takes (fast path, with its gates and the verifying decode).
 ```
 {out.strip()}
 ```
+"""
+
+
+# --- 2b. projection ------------------------------------------------------------------------
+
+
+def projection() -> str:
+    cmd = ["cargo", "bench", "--quiet", "--features", "cli", "--bench", "projection"]
+    out = sh(cmd)
+    tables, _, bounds = out.strip().partition("\n\n| result")
+    return f"""## Projection: operator rules and agent queries (o200k_base)
+
+Command: `{shlex.join(cmd)}` (`benches/projection.rs`, corpus `bench/corpus/`).
+
+Tokens of each tool result's text as the server sent it; as the plugin emits
+it with its defaults (clean, then adaptive TOON); with an operator rule (the
+`project` section shown, keep/drop paths); and with an agent query (the
+JMESPath expression an agent sends in the `jmespath` argument, with
+`project.queries` on). Each goes through the plugin's own pipeline, so TOON
+still encodes what projection leaves when it is a table. The bench fails if a
+rule or query does not apply or does not cut tokens.
+
+{tables}
+
+Native time of the project stage (median, release build, one core of the
+machine above) on GitHub-search-like results of 64 KB and 1 MB: the operator
+rule is one pass over the text; a query parses the result, evaluates and
+writes compact JSON. The cost bound is what `Query::parse` computed; a query
+over 32× output or 256× work is refused before it runs.
+
+| result{bounds}
 """
 
 
@@ -238,13 +270,15 @@ high-water mark of the busiest moment and stays at that size.
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
-    ap.add_argument("--only", action="append", choices=["tokens", "throughput", "envoy", "memory"])
+    ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "memory"])
     args = ap.parse_args()
-    wanted = args.only or ["tokens", "throughput", "envoy", "memory"]
+    wanted = args.only or ["tokens", "projection", "throughput", "envoy", "memory"]
     started = time.monotonic()
     sections = []
     if "tokens" in wanted:
         sections.append(tokens())
+    if "projection" in wanted:
+        sections.append(projection())
     if "throughput" in wanted:
         sections.append(throughput())
     if "envoy" in wanted:

@@ -111,6 +111,10 @@ npm_install tests/e2e
 for dir in tests/e2e/conformance/*/; do
   npm_install "${dir%/}"
 done
+# The JMESPath reference implementation in JavaScript (npm `jmespath`), for
+# the projection e2e (tests/e2e/test_project.py; its server, supergateway
+# and Node 22 are the ones above).
+npm_install tests/projection
 
 say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
 say "node (e2e peers) $(tests/e2e/node_modules/node/bin/node --version 2>/dev/null || echo '?')"

@@ -1,19 +1,45 @@
-//! The caller's declared intent: what the agent needs from a tool result.
+//! Extra tool arguments the gateway reads and the server never sees: the
+//! caller's declared intent (what the agent needs from a tool result, for
+//! the trim stage) and its JMESPath query (for the project stage).
 //!
-//! Agents declare it as an extra tool argument (`expected_info` by default)
-//! or in `params._meta`. With `trim.advertise_intent` the plugin offers that
-//! argument in every trimmed tool's `inputSchema` (so agents learn it from
-//! `tools/list`) and takes it out of `tools/call` arguments before the
-//! request reaches the server, so servers with strict schemas never see it.
+//! Agents send them as extra tool arguments (`expected_info` and `jmespath`
+//! by default) or in `params._meta`. The plugin offers them in the
+//! `inputSchema` of every tool their stage is on for (so agents learn them
+//! from `tools/list`) and takes them out of `tools/call` arguments before
+//! the request reaches the server, so servers with strict schemas never see
+//! them.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::config::{Policy, Settings};
 use crate::json::{members, object};
 use crate::mcp::{messages, Edits, ToolEntry, TOOLS_CALL};
 
-/// The description agents see for the advertised argument.
+/// The description agents see for the advertised intent argument.
 pub const ARGUMENT_DESCRIPTION: &str = "Optional. In one sentence, what you need from this tool's result (for example: the ids and prices of items under 10 EUR). A gateway uses it to return only the relevant part of a large result; leave it out to get the full result.";
+
+/// The description agents see for the advertised query argument.
+pub const QUERY_DESCRIPTION: &str = "Optional. A JMESPath expression (jmespath.org) applied to this tool's JSON result before you receive it, so you get only what you need, e.g. `items[?state=='open'].{id: id, title: title}` or `entities[*].name`. Objects in the answer list their keys in sorted order. If the expression is invalid, selects nothing or the result is not JSON, you get the full result with a note on its last line. Leave it out to get the full result.";
+
+/// The arguments to add to one tool's `inputSchema`, `(name, description)`:
+/// the intent where trim is on for the tool and `trim.advertise_intent`
+/// holds, the query where the tool takes queries. Every name given here is
+/// in [`Settings::stripped_arguments`], which [`strip`] takes out of
+/// requests: an argument agents learn from a listing never reaches a server.
+pub fn advertised<'s>(settings: &'s Settings, policy: &Policy) -> Vec<(&'s str, &'static str)> {
+    let mut args = Vec::new();
+    let stripped = |name: &str| settings.stripped_arguments().iter().any(|a| a == name);
+    let intent = settings.trim.intent_argument.as_str();
+    if policy.trim && settings.trim.advertise_intent && stripped(intent) {
+        args.push((intent, ARGUMENT_DESCRIPTION));
+    }
+    let query = settings.project.query_argument.as_str();
+    if policy.project.queries && stripped(query) {
+        args.push((query, QUERY_DESCRIPTION));
+    }
+    args
+}
 
 #[derive(Deserialize)]
 struct Params<'a> {
@@ -23,7 +49,7 @@ struct Params<'a> {
     meta: Option<&'a RawValue>,
 }
 
-/// The non-empty intent in `params.arguments.<arg>` or `params._meta.<arg>`.
+/// The non-empty string in `params.arguments.<arg>` or `params._meta.<arg>`.
 /// Arguments with a key twice declare none (and keep it: [`strip`] reads
 /// them the same way).
 pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
@@ -45,10 +71,10 @@ struct Request<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// Removes `<arg>` from the arguments of every `tools/call` in a request
-/// body (one message or a batch). Returns the new body when it changed; the
-/// other arguments keep their exact value text.
-pub fn strip(body: &str, arg: &str) -> Option<String> {
+/// Removes every argument named in `args` from the arguments of every
+/// `tools/call` in a request body (one message or a batch). Returns the new
+/// body when it changed; the other arguments keep their exact value text.
+pub fn strip(body: &str, args: &[impl AsRef<str>]) -> Option<String> {
     let mut edits = Edits::default();
     for raw in messages(body)? {
         let Some(req) = object::<Request>(raw) else {
@@ -67,10 +93,11 @@ pub fn strip(body: &str, arg: &str) -> Option<String> {
         let Some(mut map) = members(arguments) else {
             continue;
         };
-        let Some(at) = map.iter().position(|(k, _)| k == arg) else {
+        let before = map.len();
+        map.retain(|(k, _)| !args.iter().any(|a| a.as_ref() == k));
+        if map.len() == before {
             continue;
-        };
-        map.remove(at);
+        }
         let mut out = String::with_capacity(arguments.get().len());
         out.push('{');
         for (i, (k, v)) in map.iter().enumerate() {
@@ -97,38 +124,62 @@ struct Schema<'a> {
     properties: Option<&'a RawValue>,
 }
 
-/// Adds the optional `<arg>` string property to a tool's `inputSchema`
-/// (MCP 2025-06-18: a JSON Schema object with `properties`). Leaves tools
-/// that already have it, or have no object schema, alone.
-pub fn advertise(base: &str, tool: &ToolEntry<'_>, arg: &str, edits: &mut Edits) -> bool {
+/// Adds optional string properties `(name, description)` to a tool's
+/// `inputSchema` (MCP 2025-06-18: a JSON Schema object with `properties`),
+/// in one edit. Leaves out names the schema already has; leaves tools
+/// without an object schema alone. Returns the names added.
+pub fn advertise<'n>(
+    base: &str,
+    tool: &ToolEntry<'_>,
+    args: &[(&'n str, &str)],
+    edits: &mut Edits,
+) -> Vec<&'n str> {
     let Some(schema_raw) = tool.input_schema else {
-        return false;
+        return Vec::new();
     };
     let Some(schema) = object::<Schema>(schema_raw) else {
-        return false;
+        return Vec::new();
     };
-    let Ok(key) = serde_json::to_string(arg) else {
-        return false;
+    // Properties with a key twice are not understood (crate::json::object).
+    let existing = match schema.properties {
+        Some(props) => match members(props) {
+            Some(map) => Some((props, map)),
+            None => return Vec::new(),
+        },
+        None => None,
     };
-    let property =
-        serde_json::json!({"type": "string", "description": ARGUMENT_DESCRIPTION}).to_string();
-    match schema.properties {
-        Some(props) => {
-            let Some(map) = members(props) else {
-                return false;
-            };
-            if map.iter().any(|(k, _)| k == arg) {
-                return false;
-            }
+    let mut added = Vec::new();
+    let mut new_members = Vec::new();
+    for &(name, description) in args {
+        if existing
+            .as_ref()
+            .is_some_and(|(_, map)| map.iter().any(|(k, _)| k == name))
+        {
+            continue;
+        }
+        let Ok(key) = serde_json::to_string(name) else {
+            continue;
+        };
+        let property =
+            serde_json::json!({"type": "string", "description": description}).to_string();
+        new_members.push(format!("{key}:{property}"));
+        added.push(name);
+    }
+    if new_members.is_empty() {
+        return Vec::new();
+    }
+    let inserted = new_members.join(",");
+    match existing {
+        Some((props, map)) => {
             let Some(span) = Edits::span_of(base, props) else {
-                return false;
+                return Vec::new();
             };
             let sep = if map.is_empty() { "" } else { "," };
-            edits.insert(span.start + 1, format!("{key}:{property}{sep}"));
+            edits.insert(span.start + 1, format!("{inserted}{sep}"));
         }
         None => {
             let Some(span) = Edits::span_of(base, schema_raw) else {
-                return false;
+                return Vec::new();
             };
             let empty = schema_raw
                 .get()
@@ -137,11 +188,11 @@ pub fn advertise(base: &str, tool: &ToolEntry<'_>, arg: &str, edits: &mut Edits)
             let sep = if empty { "" } else { "," };
             edits.insert(
                 span.start + 1,
-                format!("\"properties\":{{{key}:{property}}}{sep}"),
+                format!("\"properties\":{{{inserted}}}{sep}"),
             );
         }
     }
-    true
+    added
 }
 
 #[cfg(test)]
@@ -176,33 +227,39 @@ mod tests {
     #[test]
     fn strip_removes_only_the_intent_argument() {
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1.50e3,"expected_info":"x","z":"\u00e9"}}}"#;
-        let out = strip(body, "expected_info").unwrap();
+        let out = strip(body, &["expected_info"]).unwrap();
         assert_eq!(
             out,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1.50e3,"z":"\u00e9"}}}"#
         );
         let only = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"expected_info":"x"}}}"#;
-        assert!(strip(only, "expected_info")
+        assert!(strip(only, &["expected_info"])
             .unwrap()
             .contains(r#""arguments":{}"#));
+        // Several names at once: the intent and the query.
+        let both = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"jmespath":"a","q":1,"expected_info":"x"}}}"#;
+        assert_eq!(
+            strip(both, &["expected_info", "jmespath"]).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}}}"#
+        );
         // Nothing to strip, or not a tools/call: no change at all.
         assert_eq!(
             strip(
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}}}"#,
-                "expected_info"
+                &["expected_info"]
             ),
             None
         );
         assert_eq!(
             strip(
                 r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"t","arguments":{"expected_info":"x"}}}"#,
-                "expected_info"
+                &["expected_info"]
             ),
             None
         );
         let batch = format!("[{body},{body}]");
         assert_eq!(
-            strip(&batch, "expected_info")
+            strip(&batch, &["expected_info"])
                 .unwrap()
                 .matches("expected_info")
                 .count(),
@@ -211,7 +268,7 @@ mod tests {
         // Arguments with a key twice: no intent read, nothing taken out (a
         // rebuilt object would drop one of them).
         let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1,"q":2,"expected_info":"x"}}}"#;
-        assert_eq!(strip(twice, "expected_info"), None);
+        assert_eq!(strip(twice, &["expected_info"]), None);
         let params = raw(r#"{"arguments":{"q":1,"q":2,"expected_info":"x"}}"#);
         assert_eq!(declared(&params, "expected_info"), None);
     }
@@ -228,11 +285,22 @@ mod tests {
         let base = RawValue::from_string(body.to_string()).unwrap();
         let tools = tool_entries(&base).unwrap();
         let mut edits = Edits::default();
-        let added: Vec<bool> = tools
+        let args = [("expected_info", ARGUMENT_DESCRIPTION), ("jmespath", "q")];
+        let added: Vec<Vec<&str>> = tools
             .iter()
-            .map(|t| advertise(base.get(), t, "expected_info", &mut edits))
+            .map(|t| advertise(base.get(), t, &args, &mut edits))
             .collect();
-        assert_eq!(added, vec![true, true, true, true, false]);
+        let both = vec!["expected_info", "jmespath"];
+        assert_eq!(
+            added,
+            vec![
+                both.clone(),
+                both.clone(),
+                both.clone(),
+                both,
+                vec!["jmespath"]
+            ]
+        );
         let out: Value = serde_json::from_str(&edits.apply(base.get()).unwrap()).unwrap();
         for t in out["tools"].as_array().unwrap() {
             assert_eq!(
@@ -245,5 +313,12 @@ mod tests {
             out["tools"][0]["inputSchema"]["properties"]["q"],
             json!({"type": "string"})
         );
+        for t in out["tools"].as_array().unwrap() {
+            assert_eq!(
+                t["inputSchema"]["properties"]["jmespath"],
+                json!({"type": "string", "description": "q"}),
+                "{t}"
+            );
+        }
     }
 }

@@ -20,6 +20,8 @@ pub enum Stage {
     Budget,
     /// The page tool: a page served, or a page call refused.
     Page,
+    /// Operator field rules and agent queries (JMESPath).
+    Project,
 }
 
 impl Stage {
@@ -33,6 +35,7 @@ impl Stage {
             Stage::Advertise => "advertise",
             Stage::Budget => "budget",
             Stage::Page => "page",
+            Stage::Project => "project",
         }
     }
 }
@@ -51,6 +54,10 @@ pub enum Outcome {
     Paged,
     /// A page served by calling the tool again.
     Reissued,
+    /// Operator rules dropped fields.
+    Projected,
+    /// The agent's query replaced the block with its result.
+    Queried,
     Passthrough(Reason),
 }
 
@@ -65,6 +72,8 @@ impl Outcome {
         Outcome::Cut,
         Outcome::Paged,
         Outcome::Reissued,
+        Outcome::Projected,
+        Outcome::Queried,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +85,8 @@ impl Outcome {
             Outcome::Cut => "cut",
             Outcome::Paged => "paged",
             Outcome::Reissued => "reissued",
+            Outcome::Projected => "projected",
+            Outcome::Queried => "queried",
             Outcome::Passthrough(_) => "passthrough",
         }
     }
@@ -218,4 +229,22 @@ reasons! {
     PageChanged => "page_changed",
     /// Page tool: calling the tool again failed (status, timeout, not sent).
     PageReissueFailed => "page_reissue_failed",
+    /// Trim: the agent's query already cut the block to what it asked for.
+    TrimQueryApplied => "trim_query_applied",
+    /// Project: no keep or drop rule removed anything.
+    ProjectNoMatch => "project_no_match",
+    /// Project: the rules would leave nothing (an empty object or array).
+    ProjectEmpty => "project_empty",
+    /// Query: not valid JMESPath, an unknown function, or over the length or nesting limit.
+    QueryInvalid => "query_invalid",
+    /// Query: its output or work could exceed the bounds (see the README).
+    QueryTooComplex => "query_too_complex",
+    /// Query: evaluating it failed (a type error, a wrong argument).
+    QueryError => "query_error",
+    /// Query: it selected nothing (`null`, `[]`, `{}` or `""`).
+    QueryEmpty => "query_empty",
+    /// Query: its result is not smaller than the block.
+    QueryLarger => "query_larger",
+    /// Query: the tool's policy does not accept queries.
+    QueryOff => "query_off",
 }

@@ -6,12 +6,17 @@
 //! 1. pair each message with its request; only `tools/call` results are
 //!    touched, and only their `content[]` text items ("blocks");
 //!    `structuredContent`, `isError` results, errors and other items never;
-//! 2. per block: clean → trim → TOON (this order: TOON is lossless and must
-//!    see the final text; trim must see cleaned text);
-//! 3. per result of a tool with a budget: cut to fit, the rest kept as
-//!    pages ([`budget`]; after every other stage);
-//! 4. `tools/list` results get the optional decode hint and intent argument
-//!    (and the page tool, where paging is on);
+//! 2. per block: clean → project → trim → TOON. TOON is lossless and must
+//!    see the final text. Project (operator rules, then the agent's query)
+//!    comes before trim: it is exact and free, and what it drops no longer
+//!    goes to the LLM (a smaller callout, or none below the threshold). A
+//!    query the agent wrote says exactly what it wants, so a block it applied
+//!    to is not trimmed as well (`trim_query_applied`); an intent still trims
+//!    what operator rules left;
+//! 3. per result of a tool with a budget: cut to fit what the stages left,
+//!    the rest kept as pages ([`budget`]; after every other stage);
+//! 4. `tools/list` results get the optional decode hint and the intent and
+//!    query arguments (and the page tool, where paging is on);
 //! 5. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
@@ -30,6 +35,7 @@ use crate::outcome::{Outcome, Reason, Stage};
 use crate::page::PageHost;
 use crate::report::{Decision, Report};
 use crate::stage::clean::{self, Framing};
+use crate::stage::project::{self, Query, Refusal};
 use crate::stage::{self, trim};
 
 mod budget;
@@ -55,6 +61,12 @@ struct Block {
     trimmed: bool,
     /// The budget step wrote the block's result already.
     written: bool,
+    /// The agent's JMESPath query, until the project stage takes it.
+    query: Option<String>,
+    /// The query replaced the text: no trim on top of it.
+    queried: bool,
+    /// A query that could not apply: the line appended last.
+    note: Option<String>,
 }
 
 impl Block {
@@ -128,9 +140,46 @@ impl Block {
         }
     }
 
-    /// Last, the `max_text_bytes` cap on whatever the block became.
+    /// Stage 2, project: the operator's rules, then the agent's query.
+    fn project(&mut self, settings: &Settings, report: &mut Report) {
+        if !self.policy.project.rules.is_empty() {
+            match project::rules::apply(&self.text, &self.policy.project.rules) {
+                Ok(text) => self.rewrite(Stage::Project, Outcome::Projected, text, false, report),
+                Err(reason) => report.push(self.passthrough(Stage::Project, reason)),
+            }
+        }
+        let Some(query) = self.query.take() else {
+            return;
+        };
+        let result = if self.policy.project.queries {
+            Query::parse(&query, settings.project.max_query_bytes).and_then(|q| q.apply(&self.text))
+        } else {
+            Err(Refusal {
+                reason: Reason::QueryOff,
+                detail: "queries are off for this tool".into(),
+            })
+        };
+        match result {
+            Ok(text) => {
+                self.rewrite(Stage::Project, Outcome::Queried, text, false, report);
+                self.queried = true;
+            }
+            Err(refusal) => {
+                report.push(self.passthrough(Stage::Project, refusal.reason));
+                self.note = Some(project::note(&refusal));
+            }
+        }
+    }
+
+    /// Last, the `max_text_bytes` cap on whatever the block became, with
+    /// room left for a query's note, which then goes at the very end.
     fn cap(&mut self, encoded: bool, report: &mut Report) {
-        let max = self.policy.clean.max_text_bytes;
+        let note = self.note.take();
+        let reserve = note.as_ref().map_or(0, String::len);
+        let max = match self.policy.clean.max_text_bytes {
+            0 => 0,
+            m => m.saturating_sub(reserve).max(1),
+        };
         let framing = if encoded {
             Framing::Toon(self.policy.toon.header)
         } else {
@@ -142,6 +191,10 @@ impl Block {
         }
         if let clean::Capped::Cut { text, .. } = capped {
             self.text = text;
+            self.changed = true;
+        }
+        if let Some(note) = note {
+            self.text.push_str(&note);
             self.changed = true;
         }
     }
@@ -263,6 +316,7 @@ pub fn start(
     }
     for block in &mut blocks {
         block.clean(report);
+        block.project(settings, report);
     }
     let trim = plan_trim(settings, &blocks, &intents, report);
     Ok(Job {
@@ -406,14 +460,16 @@ pub struct FinalItem {
 }
 
 /// The text items of the result in `message` (a JSON-RPC response with
-/// id `id` to a `tools/call` of `tool`) as the stages leave them before the
-/// budget, without trim: a page rebuilt by calling the tool again.
-/// `None` when the message is no successful tool result.
+/// id `id` to a `tools/call` of `tool` with the agent's `query`) as the
+/// stages leave them before the budget, without trim: a page rebuilt by
+/// calling the tool again. `None` when the message is no successful tool
+/// result.
 pub fn final_items(
     settings: &Settings,
     scope: ServerScope,
     id: &str,
     tool: Option<&str>,
+    query: Option<&str>,
     message: &str,
 ) -> Option<Vec<FinalItem>> {
     let request = RequestInfo {
@@ -421,6 +477,7 @@ pub fn final_items(
             id: id.to_string(),
             method: mcp::TOOLS_CALL.to_string(),
             tool: tool.map(str::to_string),
+            query: query.map(str::to_string),
             ..Call::default()
         }],
     };
@@ -468,7 +525,9 @@ fn plan_trim(
         {
             continue;
         }
-        if intent.is_none() {
+        if block.queried {
+            report.push(block.passthrough(Stage::Trim, Reason::TrimQueryApplied));
+        } else if intent.is_none() {
             report.push(block.passthrough(Stage::Trim, Reason::TrimNoIntent));
         } else if block.text.len() <= t.threshold_bytes {
             report.push(block.passthrough(Stage::Trim, Reason::TrimBelowThreshold));
@@ -620,13 +679,19 @@ fn tool_call_blocks(
             encoded: false,
             trimmed: false,
             written: false,
+            // Queries off everywhere: the argument was neither advertised
+            // nor taken out, so it is the server's, not ours.
+            query: call.query.clone().filter(|_| settings.queries_anywhere()),
+            queried: false,
+            note: None,
         });
     }
     blocks
 }
 
-/// `tools/list`: the decode hint (`annotate_tools`) and the intent argument
-/// (`trim.advertise_intent`), per tool as its policy says.
+/// `tools/list`: the decode hint (`annotate_tools`), the intent argument
+/// (`trim.advertise_intent`) and the query argument (`project.queries`),
+/// per tool as its policy says.
 fn listing(
     settings: &Settings,
     scope: ServerScope,
@@ -639,7 +704,7 @@ fn listing(
     if settings.annotate_tools {
         annotate(settings, scope, base, call, result, edits, report);
     }
-    if !settings.trim.advertise_intent {
+    if settings.stripped_arguments().is_empty() {
         return;
     }
     let Some(tools) = mcp::tool_entries(result) else {
@@ -649,9 +714,11 @@ fn listing(
         let Some(name) = tool.name.as_deref() else {
             continue;
         };
-        if settings.policy(scope, Some(name)).trim
-            && intent::advertise(base, tool, &settings.trim.intent_argument, edits)
-        {
+        let args = intent::advertised(settings, &settings.policy(scope, Some(name)));
+        if args.is_empty() {
+            continue;
+        }
+        for _ in intent::advertise(base, tool, &args, edits) {
             report.push(Decision {
                 stage: Stage::Advertise,
                 outcome: Outcome::Annotated,

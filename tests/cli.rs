@@ -447,3 +447,43 @@ fn measure_reads_standard_input_for_dash() {
     );
     assert_eq!(p["rows"][0]["outcome"], "encoded");
 }
+
+#[test]
+fn measure_project_applies_the_query_and_counts_fewer_tokens() {
+    let plain = measure_json(&[]);
+    let queried = measure_json(&["--project", "[?role=='admin'].{id: id, name: name}"]);
+    let before = &payload(&plain, "tabular-list.json")["rows"][0];
+    let row = &payload(&queried, "tabular-list.json")["rows"][0];
+    assert_eq!(stage(row, "project"), Some(("queried", None)));
+    assert!(
+        row["outcome"].as_str().unwrap().contains("queried"),
+        "{row}"
+    );
+    assert_eq!(row["lossless"], false);
+    assert!(
+        row["tokens_after"].as_u64().unwrap() < before["tokens_after"].as_u64().unwrap(),
+        "{row}"
+    );
+    // A block the query cannot apply to keeps its text and gets the note.
+    let prose = &payload(&queried, "prose.txt")["rows"][0];
+    assert_eq!(
+        stage(prose, "project"),
+        Some(("passthrough", Some("not_json")))
+    );
+}
+
+#[test]
+fn measure_project_with_operator_rules_from_the_config() {
+    let path = temp("drop-rules.json");
+    std::fs::write(
+        &path,
+        r#"{"project":{"drop":["[].email","[].created_at"]}}"#,
+    )
+    .unwrap();
+    let m = measure_json(&["--config", path.to_str().unwrap()]);
+    let row = &payload(&m, "tabular-list.json")["rows"][0];
+    assert_eq!(stage(row, "project"), Some(("projected", None)));
+    let plain = measure_json(&[]);
+    let before = &payload(&plain, "tabular-list.json")["rows"][0];
+    assert!(row["tokens_after"].as_u64().unwrap() < before["tokens_after"].as_u64().unwrap());
+}

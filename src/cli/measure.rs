@@ -34,6 +34,8 @@ pub struct Payload {
 pub struct Target {
     pub tool: Option<String>,
     pub stream: StreamInfo,
+    /// A JMESPath query every call carries (`--project`).
+    pub query: Option<String>,
 }
 
 /// One core decision, as in the decision record.
@@ -187,7 +189,11 @@ pub fn measure_body(
         .into_iter()
         .filter_map(|m| m.id)
         .collect();
-    let request = tool_calls(&ids, target.tool.as_deref());
+    let query = target
+        .query
+        .as_deref()
+        .map(|q| (settings.project.query_argument.as_str(), q));
+    let request = tool_calls(&ids, target.tool.as_deref(), query);
     let mut host = MemoryHost::post(&[
         ("content-type", "application/json"),
         ("accept", "application/json, text/event-stream"),
@@ -231,12 +237,19 @@ pub fn measure_body(
     rows(driver.report(), &before, &after, tokenizer)
 }
 
-/// A `tools/call` request for each id (a batch for several), naming `tool`.
-fn tool_calls(ids: &[String], tool: Option<&str>) -> String {
-    let params = match tool {
-        Some(t) => serde_json::json!({ "name": t }).to_string(),
-        None => "{}".to_string(),
-    };
+/// A `tools/call` request for each id (a batch for several), naming `tool`
+/// and carrying `query` as the argument `(name, expression)`, as an agent
+/// sends it.
+fn tool_calls(ids: &[String], tool: Option<&str>, query: Option<(&str, &str)>) -> String {
+    let mut params = serde_json::Map::new();
+    if let Some(t) = tool {
+        params.insert("name".into(), t.into());
+    }
+    if let Some((name, expression)) = query {
+        let arguments = serde_json::Map::from_iter([(name.to_string(), expression.into())]);
+        params.insert("arguments".into(), arguments.into());
+    }
+    let params = serde_json::Value::Object(params).to_string();
     let call = |id: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"{}","params":{params}}}"#,

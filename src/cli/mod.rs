@@ -92,6 +92,11 @@ struct MeasureArgs {
     /// and after per payload.
     #[arg(long, value_name = "FILE.html")]
     report: Option<PathBuf>,
+    /// Apply this JMESPath query to every result, as an agent sending it in
+    /// the query argument would (turns `project.queries` on at the top
+    /// level; a tool or server entry that turns it off still wins).
+    #[arg(long, value_name = "EXPR")]
+    project: Option<String>,
     /// Captured payloads: files (a JSON-RPC response or batch, a
     /// CallToolResult, an SSE stream, or any JSON or text, taken as one text
     /// block), directories of them, or `-` for standard input.
@@ -153,6 +158,12 @@ pub fn main() -> ExitCode {
 }
 
 fn load_settings(args: &SettingsArgs) -> Result<(Settings, Target), Failure> {
+    load_settings_with(args, false)
+}
+
+/// The settings, with `project.queries` turned on at the top level when
+/// `queries` (the command line asks for a query).
+fn load_settings_with(args: &SettingsArgs, queries: bool) -> Result<(Settings, Target), Failure> {
     let text = match &args.config {
         Some(path) => fs::read_to_string(path).map_err(|e| {
             Failure::config(format!(
@@ -162,6 +173,7 @@ fn load_settings(args: &SettingsArgs) -> Result<(Settings, Target), Failure> {
         })?,
         None => String::new(),
     };
+    let text = if queries { with_queries(&text)? } else { text };
     let settings = Settings::from_json(&text).map_err(|e| Failure::config(e.to_string()))?;
     let target = Target {
         tool: args.tool.clone(),
@@ -170,12 +182,35 @@ fn load_settings(args: &SettingsArgs) -> Result<(Settings, Target), Failure> {
             cluster: args.cluster.clone(),
             authority: args.authority.clone(),
         },
+        query: None,
     };
     Ok((settings, target))
 }
 
+/// The configuration text with `"project": {"queries": true}` merged in.
+fn with_queries(text: &str) -> Result<String, Failure> {
+    let invalid = |e: String| Failure::config(format!("mcp-toon configuration: {e}"));
+    let mut config: serde_json::Value = if text.trim().is_empty() {
+        serde_json::json!({})
+    } else {
+        serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?
+    };
+    let Some(top) = config.as_object_mut() else {
+        return Err(invalid("must be a JSON object".into()));
+    };
+    let project = top
+        .entry("project")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(project) = project.as_object_mut() else {
+        return Err(invalid("project: must be an object".into()));
+    };
+    project.insert("queries".into(), serde_json::Value::Bool(true));
+    Ok(config.to_string())
+}
+
 fn run_measure(args: &MeasureArgs) -> Result<(), Failure> {
-    let (settings, target) = load_settings(&args.settings)?;
+    let (settings, mut target) = load_settings_with(&args.settings, args.project.is_some())?;
+    target.query = args.project.clone();
     let mut files = Vec::new();
     for path in &args.paths {
         collect_files(path, &mut files)?;

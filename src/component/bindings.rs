@@ -31,6 +31,14 @@ impl Guest for Component {
     fn toon_decode(toon: String) -> Result<String, String> {
         super::toon_decode(&toon)
     }
+
+    fn project_query(
+        json: String,
+        expression: String,
+        max_query_bytes: u32,
+    ) -> Result<String, String> {
+        super::project_query(&json, &expression, max_query_bytes)
+    }
 }
 
 /// The `processor` resource: a validated configuration and the pages of

@@ -28,6 +28,7 @@ use crate::driver::{Driver, Vm};
 use crate::host::Direction;
 use crate::page::{Entropy, SharedMemory};
 use crate::report::Report;
+use crate::stage::project::Query;
 
 /// Where one processor keeps the pages of the results it cut: its own
 /// memory (a component instance shares nothing with other instances).
@@ -193,6 +194,14 @@ pub fn toon_decode(toon: &str) -> Result<String, String> {
     convert::toon_to_json(toon).map_err(|e| e.to_string())
 }
 
+/// `project-query`: the project stage's evaluation of an agent's query.
+pub fn project_query(json: &str, expression: &str, max_query_bytes: u32) -> Result<String, String> {
+    let max = usize::try_from(max_query_bytes).unwrap_or(usize::MAX);
+    Query::parse(expression, max)
+        .and_then(|q| q.apply(json))
+        .map_err(|r| format!("{}: {}", r.reason.as_str(), r.detail))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +339,25 @@ mod tests {
         assert_eq!(all, rows);
         // Anything else goes to the server.
         assert!(answer_request(&s, &mut pages, CALL, "application/json").is_none());
+    }
+
+    #[test]
+    fn an_agent_query_projects_the_result() {
+        let s = configure(r#"{"project":{"queries":true}}"#).unwrap();
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"jmespath":"[?id < `2`].name"}}}"#;
+        let out = process(&s, call, "application/json", table_response());
+        assert!(out.changed);
+        let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+        assert_eq!(v["result"]["content"][0]["text"], r#"["row 0","row 1"]"#);
+        assert!(
+            out.report.summary().contains("queried=1"),
+            "{}",
+            out.report.summary()
+        );
+        assert_eq!(project_query("[1,2,3]", "[1]", 64).unwrap(), "2");
+        assert!(project_query("[1,2,3]", "[", 64)
+            .unwrap_err()
+            .starts_with("query_invalid: "));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 mod budget;
 mod clean;
 mod error;
+pub mod project;
 mod toon;
 mod trim;
 
@@ -20,6 +21,7 @@ pub use budget::{
 };
 pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
+pub use project::{ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, Rules};
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
@@ -43,6 +45,8 @@ pub struct Patch {
     pub budget: BudgetPatch,
     #[serde(default)]
     pub paging: PagingPatch,
+    #[serde(default)]
+    pub project: ProjectPatch,
 }
 
 impl Patch {
@@ -66,6 +70,8 @@ struct RawConfig {
     budget: BudgetPatch,
     #[serde(default)]
     paging: PagingSection,
+    #[serde(default)]
+    project: ProjectSection,
     max_body_bytes: Option<u64>,
     max_event_bytes: Option<u64>,
     strip_accept_encoding: Option<bool>,
@@ -92,6 +98,8 @@ struct RawServer {
     budget: BudgetPatch,
     #[serde(default)]
     paging: PagingPatch,
+    #[serde(default)]
+    project: ProjectPatch,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -158,6 +166,9 @@ pub struct Settings {
     /// The page tool, store and key; whether a tool pages is
     /// [`Policy::paging`].
     pub paging: PagingSettings,
+    /// The query argument and its limit; rules and `queries` are per
+    /// policy, see [`Policy::project`].
+    pub project: ProjectSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
@@ -167,6 +178,10 @@ pub struct Settings {
     paging_anywhere: bool,
     /// Some layer sets a budget: a result may be held past `max_body_bytes`.
     budget_anywhere: bool,
+    /// Some layer accepts agent queries: requests must be read for them.
+    queries_anywhere: bool,
+    /// The arguments taken out of `tools/call` requests.
+    stripped_arguments: Vec<String>,
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -182,6 +197,8 @@ pub struct Policy {
     pub paging: bool,
     /// Whether a page may be served by calling the tool again.
     pub reissue: Reissue,
+    /// Operator rules and whether agent queries apply to this tool.
+    pub project: ProjectPolicy,
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.
@@ -198,12 +215,15 @@ impl Default for Settings {
             hold_headers: false,
             trim: TrimSettings::default(),
             paging: PagingSettings::default(),
+            project: ProjectSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
             trim_anywhere: false,
             paging_anywhere: false,
             budget_anywhere: false,
+            queries_anywhere: false,
+            stripped_arguments: Vec::new(),
         }
     }
 }
@@ -239,6 +259,17 @@ impl Settings {
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
         let paging = raw.paging.resolve()?;
+        let (project_patch, project) = raw.project.resolve()?;
+        if project.query_argument == trim.intent_argument {
+            // Both go into the same `inputSchema.properties`.
+            return Err(ConfigError::new(
+                "project.query_argument",
+                format!(
+                    "must differ from trim.intent_argument (`{}`)",
+                    trim.intent_argument
+                ),
+            ));
+        }
         let max_body_bytes = raw.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_body_bytes) {
             return Err(ConfigError::out_of_range(
@@ -269,6 +300,7 @@ impl Settings {
                 toon: s.toon,
                 clean: s.clean,
                 trim: s.trim,
+                project: s.project,
                 budget: s.budget,
                 paging: s.paging,
             };
@@ -280,30 +312,39 @@ impl Settings {
                 tools: s.tools,
             });
         }
-        let enables = |p: &Patch| p.trim.enabled == Some(true);
-        let trim_anywhere = trim_enabled == Some(true)
-            || raw.tools.values().any(enables)
-            || servers
-                .iter()
-                .any(|s| enables(&s.patch) || s.tools.values().any(enables));
+        let anywhere = |top: bool, enables: &dyn Fn(&Patch) -> bool| {
+            top || raw.tools.values().any(enables)
+                || servers
+                    .iter()
+                    .any(|s| enables(&s.patch) || s.tools.values().any(enables))
+        };
+        let trim_anywhere = anywhere(trim_enabled == Some(true), &|p| {
+            p.trim.enabled == Some(true)
+        });
+        let queries_anywhere = anywhere(project_patch.queries == Some(true), &|p| {
+            p.project.queries == Some(true)
+        });
+        let mut stripped_arguments = Vec::new();
+        if trim_anywhere && trim.advertise_intent {
+            stripped_arguments.push(trim.intent_argument.clone());
+        }
+        if queries_anywhere {
+            stripped_arguments.push(project.query_argument.clone());
+        }
         let base = Patch {
             toon: raw.toon,
             clean: raw.clean,
             trim: TrimPatch {
                 enabled: trim_enabled,
             },
+            project: project_patch,
             budget: raw.budget,
             paging: raw.paging.patch(),
         };
-        let any = |f: &dyn Fn(&Patch) -> bool| {
-            f(&base)
-                || raw.tools.values().any(f)
-                || servers
-                    .iter()
-                    .any(|s| f(&s.patch) || s.tools.values().any(f))
-        };
-        let paging_anywhere = any(&|p| p.paging.enabled == Some(true));
-        let budget_anywhere = any(&|p| matches!(p.budget.resolve(), Some(Some(_))));
+        let pages = |p: &Patch| p.paging.enabled == Some(true);
+        let paging_anywhere = anywhere(pages(&base), &pages);
+        let budgets = |p: &Patch| matches!(p.budget.resolve(), Some(Some(_)));
+        let budget_anywhere = anywhere(budgets(&base), &budgets);
         let hold_headers = raw.hold_headers.unwrap_or(false);
         if paging_anywhere && !hold_headers {
             // A page call must not reach the server: its request headers are
@@ -316,6 +357,9 @@ impl Settings {
         }
         Ok(Self {
             trim_anywhere,
+            queries_anywhere,
+            stripped_arguments,
+            project,
             paging_anywhere,
             budget_anywhere,
             paging,
@@ -348,11 +392,24 @@ impl Settings {
         self.budget_anywhere
     }
 
+    /// True when some layer accepts agent queries: requests carry them,
+    /// listings advertise the argument and requests lose it.
+    pub fn queries_anywhere(&self) -> bool {
+        self.queries_anywhere
+    }
+
     /// True when `tools/list` responses may change (or must be read).
     pub fn rewrites_listings(&self) -> bool {
         self.annotate_tools
             || (self.trim_anywhere && self.trim.advertise_intent)
+            || self.queries_anywhere
             || self.paging_anywhere
+    }
+
+    /// The tool arguments taken out of `tools/call` requests before they
+    /// reach the server: the advertised intent and query arguments.
+    pub fn stripped_arguments(&self) -> &[String] {
+        &self.stripped_arguments
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.
@@ -382,6 +439,7 @@ impl Settings {
         let mut budget = None;
         let mut paging = false;
         let mut reissue = Reissue::default();
+        let mut project = ProjectPolicy::default();
         for layer in layers {
             toon.apply(&layer.toon);
             layer.clean.apply(&mut clean);
@@ -389,6 +447,7 @@ impl Settings {
             budget = layer.budget.resolve().unwrap_or(budget);
             paging = layer.paging.enabled.unwrap_or(paging);
             reissue = layer.paging.reissue.unwrap_or(reissue);
+            layer.project.apply(&mut project);
         }
         Policy {
             toon,
@@ -397,6 +456,7 @@ impl Settings {
             budget,
             paging,
             reissue,
+            project,
         }
     }
 }

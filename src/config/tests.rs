@@ -332,3 +332,103 @@ fn hold_headers_defaults_to_false_and_takes_a_boolean() {
             .starts_with("mcp-toon configuration: hold_headers: "));
     }
 }
+
+#[test]
+fn project_section_defaults_overrides_and_refusals() {
+    let s = Settings::from_json("{}").unwrap();
+    assert_eq!(s.project.query_argument, "jmespath");
+    assert_eq!(s.project.max_query_bytes, 1024);
+    assert!(!s.queries_anywhere());
+    assert!(s.stripped_arguments().is_empty());
+    let p = s.policy(ServerScope::default(), Some("t"));
+    assert!(p.project.rules.is_empty() && !p.project.queries);
+
+    let s = Settings::from_json(
+        r#"{"project": {"drop": ["**.node_id"], "query_argument": "jq-ish_q", "max_query_bytes": 64},
+            "tools": {"t": {"project": {"keep": ["items[].id"], "queries": true}}},
+            "servers": [{"match": {"cluster": "gh"}, "project": {"drop": []},
+                         "tools": {"u": {"project": {"queries": true}}}}]}"#,
+    )
+    .unwrap();
+    assert!(s.queries_anywhere());
+    assert_eq!(s.stripped_arguments(), ["jq-ish_q"]);
+    assert_eq!(s.project.max_query_bytes, 64);
+    let top = s.policy(ServerScope::default(), Some("other"));
+    assert_eq!(
+        (top.project.rules.drop.len(), top.project.rules.keep.len()),
+        (1, 0)
+    );
+    let t = s.policy(ServerScope::default(), Some("t"));
+    assert_eq!(
+        (t.project.rules.drop.len(), t.project.rules.keep.len()),
+        (1, 1)
+    );
+    assert!(t.project.queries);
+    let gh = s.server_for(&StreamInfo {
+        cluster: Some("gh".into()),
+        ..StreamInfo::default()
+    });
+    // A patch that names a list replaces the inherited one.
+    assert!(s.policy(gh, Some("other")).project.rules.is_empty());
+    assert!(s.policy(gh, Some("u")).project.queries);
+
+    for (json, field, needle) in [
+        (
+            r#"{"project":{"drop":["a..b"]}}"#,
+            "project.drop[0]",
+            "expected a key",
+        ),
+        (
+            r#"{"project":{"keep":["a.**"]}}"#,
+            "project.keep[0]",
+            "must not end with `**`",
+        ),
+        (
+            r#"{"tools":{"t":{"project":{"drop":[""]}}}}"#,
+            "tools.t.project.drop[0]",
+            "empty",
+        ),
+        (
+            r#"{"servers":[{"match":{"route":"r"},"project":{"keep":["x y"]}}]}"#,
+            "servers[0].project.keep[0]",
+            "byte 1",
+        ),
+        (
+            r#"{"project":{"query_argument":"a b"}}"#,
+            "project.query_argument",
+            "1-64 characters",
+        ),
+        (
+            r#"{"trim":{"intent_argument":"q"},"project":{"query_argument":"q"}}"#,
+            "project.query_argument",
+            "must differ from trim.intent_argument (`q`)",
+        ),
+        (
+            r#"{"project":{"max_query_bytes":5000}}"#,
+            "project.max_query_bytes",
+            "16..=4096",
+        ),
+        (
+            r#"{"project":{"queries":"yes"}}"#,
+            "project.queries",
+            "expected a boolean",
+        ),
+        (
+            r#"{"project":{"jq":true}}"#,
+            "project.jq",
+            "unknown field `jq`",
+        ),
+        (
+            r#"{"tools":{"t":{"project":{"query_argument":"q"}}}}"#,
+            "tools.t.project.query_argument",
+            "unknown field `query_argument`",
+        ),
+    ] {
+        let e = err(json);
+        assert_eq!(e.field, field, "{json}: {e}");
+        assert!(e.message.contains(needle), "{json}: {e}");
+    }
+    let many: Vec<String> = (0..33).map(|i| format!("\"k{i}\"")).collect();
+    let e = err(&format!(r#"{{"project":{{"drop":[{}]}}}}"#, many.join(",")));
+    assert_eq!(e.field, "project.drop");
+}

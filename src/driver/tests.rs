@@ -16,7 +16,9 @@ use crate::sim::{Script, Transcript};
 
 mod paging;
 
-const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"id 1"}}}"#;
+/// A call with both arguments the gateway may take out: the trim intent
+/// and the project query (each stays where its stage is off).
+const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"id 1","jmespath":"[?id < `3`]"}}}"#;
 
 fn table() -> Vec<u8> {
     let rows: Vec<Value> = (0..40)
@@ -63,6 +65,7 @@ const CONFIGS: &[&str] = &[
     "{}",
     r#"{"hold_headers":true}"#,
     r#"{"trim":{"enabled":true,"threshold_bytes":10}}"#,
+    r#"{"hold_headers":true,"project":{"queries":true,"drop":["[].active"]}}"#,
 ];
 
 const TYPES: &[&str] = &["application/json", "text/event-stream"];
@@ -267,4 +270,47 @@ fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
     host.headers(&mut driver, Direction::Response, false);
     host.body(&mut driver, Direction::Request, b, true);
     assert_eq!(host.sent(Direction::Request), CALL);
+}
+
+/// Projection through the driver: the query argument never goes upstream
+/// (the intent, with trim off, does), and the client gets the operator's
+/// rule and then the query applied, with an exact `content-length`.
+#[test]
+fn a_query_is_taken_out_upstream_and_applied_downstream() {
+    let config = r#"{"hold_headers":true,"project":{"queries":true,"drop":["[].active"]}}"#;
+    for content_type in TYPES {
+        let response = body_for(content_type);
+        let t = Script {
+            request_chunks: &[25, 40],
+            response_chunks: &[300],
+            ..Script::new(CALL, content_type, &response)
+        }
+        .play(settings(config), &mut trimmed);
+        let upstream: Value = serde_json::from_slice(&t.request_sent).unwrap();
+        assert_eq!(
+            upstream["params"]["arguments"],
+            json!({"expected_info": "id 1"}),
+            "{content_type}"
+        );
+        let sent = String::from_utf8(t.response_sent.clone()).unwrap();
+        let json = sent
+            .lines()
+            .find_map(|l| l.strip_prefix("data: ").filter(|d| d.contains("result")))
+            .unwrap_or(&sent);
+        let v: Value = serde_json::from_str(json).unwrap();
+        let text = v["result"]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).unwrap(),
+            json!([{"id": 0, "name": "é0€"}, {"id": 1, "name": "é1€"}, {"id": 2, "name": "é2€"}]),
+            "{content_type}"
+        );
+        let outcomes: Vec<Outcome> = t.report.decisions.iter().map(|d| d.outcome).collect();
+        assert!(
+            outcomes.contains(&Outcome::Projected) && outcomes.contains(&Outcome::Queried),
+            "{outcomes:?}"
+        );
+        if *content_type == "application/json" {
+            assert_eq!(t.content_length, Some(t.response_sent.len()));
+        }
+    }
 }

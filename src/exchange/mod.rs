@@ -64,7 +64,7 @@ pub struct RequestPlan {
     pub strip_accept_encoding: bool,
     /// Hand the body over as it comes.
     pub read_body: bool,
-    /// The body may be rewritten (intent argument removed): the old
+    /// The body may be rewritten (intent or query argument removed): the old
     /// `content-length` must not go upstream.
     pub remove_content_length: bool,
     /// Hold the request headers until a body step continues (the body may
@@ -488,7 +488,7 @@ impl Exchange {
             .saturating_add(job)
     }
 
-    /// Request bytes the core holds back (the intent argument may come out).
+    /// Request bytes the core holds back (an argument may come out).
     pub fn held_request_bytes(&self) -> usize {
         if self.phase == Phase::Request && self.holds_request() {
             self.request_body.bytes.len()

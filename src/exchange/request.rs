@@ -1,5 +1,7 @@
 //! The request side: which requests the core reads, and the one rewrite it
-//! makes to them (the intent argument taken out of `tools/call`).
+//! makes to them: the arguments the gateway advertised for itself (the trim
+//! intent, the project query) taken out of `tools/call`
+//! ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)).
 
 use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
@@ -32,7 +34,7 @@ impl Exchange {
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
-            remove_content_length: self.strips_intent(),
+            remove_content_length: self.strips_arguments(),
             pause_headers,
         }
     }
@@ -44,11 +46,11 @@ impl Exchange {
     }
 
     /// One chunk of the request body. The request is only held back when
-    /// the intent argument may need to come out or the body may be a page
-    /// call (then the request headers wait too: [`Flow::Pause`]); otherwise
-    /// every chunk goes upstream at once and the core keeps a copy. The
-    /// body is complete at the end of its JSON value, which may come before
-    /// the end of the stream (a body followed by trailers).
+    /// the intent or query argument may need to come out or the body may be
+    /// a page call (then the request headers wait too: [`Flow::Pause`]);
+    /// otherwise every chunk goes upstream at once and the core keeps a
+    /// copy. The body is complete at the end of its JSON value, which may
+    /// come before the end of the stream (a body followed by trailers).
     pub fn request_chunk(
         &mut self,
         chunk: &[u8],
@@ -121,33 +123,37 @@ impl Exchange {
         self.request_chunk(&[], true, sessions)
     }
 
-    pub(super) fn strips_intent(&self) -> bool {
-        self.settings.trim_anywhere() && self.settings.trim.advertise_intent
+    pub(super) fn strips_arguments(&self) -> bool {
+        !self.settings.stripped_arguments().is_empty()
     }
 
     pub(super) fn rewrites_request(&self) -> bool {
-        self.strips_intent() && !self.request_body_fixed
+        self.strips_arguments() && !self.request_body_fixed
     }
 
     /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent argument taken out of `tools/call` arguments).
+    /// changed (the intent and query arguments taken out of `tools/call`
+    /// arguments).
     fn request_complete(
         &mut self,
         body: &[u8],
         sessions: &mut dyn SessionStore,
     ) -> Option<Vec<u8>> {
-        let arg = self
-            .settings
-            .trim_anywhere()
-            .then_some(self.settings.trim.intent_argument.as_str());
-        let Some(info) = RequestInfo::parse_with_intent(body, arg) else {
+        let s = &self.settings;
+        let declared = mcp::Declared {
+            intent: s.trim_anywhere().then_some(s.trim.intent_argument.as_str()),
+            query: s
+                .queries_anywhere()
+                .then_some(s.project.query_argument.as_str()),
+        };
+        let Some(info) = RequestInfo::parse_declared(body, declared) else {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
         let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
             std::str::from_utf8(body)
                 .ok()
-                .and_then(|text| crate::intent::strip(text, &self.settings.trim.intent_argument))
+                .and_then(|text| crate::intent::strip(text, self.settings.stripped_arguments()))
                 .map(String::into_bytes)
         } else {
             None
@@ -172,9 +178,9 @@ impl Exchange {
     /// make the request invalid anyway); otherwise the stream passes.
     /// Call before [`Exchange::response_headers`]; a no-op once the
     /// request ended. Returns the request bytes the core held back (trim
-    /// takes the intent argument out): the request may still go on, and
-    /// they go upstream first, as they came — the server answered without
-    /// them, so a rewrite would be too late.
+    /// and project take their arguments out): the request may still go on,
+    /// and they go upstream first, as they came — the server answered
+    /// without them, so a rewrite would be too late.
     pub fn response_started(&mut self, sessions: &mut dyn SessionStore) -> Vec<u8> {
         if self.phase != Phase::Request {
             return Vec::new();

@@ -51,6 +51,8 @@ struct Record {
     t: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     i: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    q: Option<String>,
 }
 
 /// Records live in a fixed number of slots. Proxy-wasm (ABI 0.2.1) cannot
@@ -106,6 +108,7 @@ impl Exchange {
                 m: call.method.clone(),
                 t: call.tool.clone(),
                 i: call.intent.clone(),
+                q: call.query.clone(),
             };
             if let Ok(value) = serde_json::to_vec(&record) {
                 sessions.set(&key(session, &call.id), &value);
@@ -146,6 +149,7 @@ impl Exchange {
                     tool: r.t,
                     intent: r.i,
                     arguments: None,
+                    query: r.q,
                 }),
                 None if message
                     .result
@@ -158,6 +162,7 @@ impl Exchange {
                         tool: None,
                         intent: None,
                         arguments: None,
+                        query: None,
                     })
                 }
                 None => {}

@@ -24,6 +24,15 @@ pub struct Call {
     /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
     /// carries them to call the tool again.
     pub arguments: Option<String>,
+    /// The agent's JMESPath query of a `tools/call` (the project stage).
+    pub query: Option<String>,
+}
+
+/// Which declared arguments to read from `tools/call` requests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared<'a> {
+    pub intent: Option<&'a str>,
+    pub query: Option<&'a str>,
 }
 
 /// The requests of one body, in order.
@@ -71,6 +80,18 @@ impl RequestInfo {
     /// Like [`RequestInfo::parse`], also reading each call's declared intent
     /// from the argument named `intent_argument`.
     pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
+        Self::parse_declared(
+            body,
+            Declared {
+                intent: intent_argument,
+                query: None,
+            },
+        )
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared
+    /// intent and query from the arguments `declared` names.
+    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut calls = Vec::new();
         // A message that is no object, or has a field twice, is not
@@ -81,7 +102,7 @@ impl RequestInfo {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, arguments, intent) = match params {
+            let (tool, arguments, intent, query) = match params {
                 Some(p) if method == TOOLS_CALL => {
                     let parsed = object::<CallParams>(p);
                     let arguments = parsed
@@ -93,10 +114,15 @@ impl RequestInfo {
                     (
                         parsed.and_then(|c| c.name),
                         arguments,
-                        intent_argument.and_then(|arg| crate::intent::declared(p, arg)),
+                        declared
+                            .intent
+                            .and_then(|arg| crate::intent::declared(p, arg)),
+                        declared
+                            .query
+                            .and_then(|arg| crate::intent::declared(p, arg)),
                     )
                 }
-                _ => (None, None, None),
+                _ => (None, None, None, None),
             };
             calls.push(Call {
                 id,
@@ -104,6 +130,7 @@ impl RequestInfo {
                 tool,
                 intent,
                 arguments,
+                query,
             });
         }
         Some(RequestInfo { calls })
@@ -147,6 +174,7 @@ mod tests {
                 tool: Some("rows".into()),
                 intent: None,
                 arguments: Some("{}".into()),
+                query: None,
             }]
         );
     }

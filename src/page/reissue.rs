@@ -49,6 +49,9 @@ pub struct Reissue {
     handle: Handle,
     framing: Framing,
     scope: ServerScope,
+    /// The agent's query in the original arguments: the project stage
+    /// applies it to the new result as it did to the first.
+    query: Option<String>,
     /// The callout to make.
     pub request: LlmRequest,
 }
@@ -75,6 +78,20 @@ impl Reissue {
             body.push_str(meta.get());
         }
         body.push_str("}}");
+        let s = cx.settings;
+        let declared = crate::mcp::Declared {
+            intent: None,
+            query: s
+                .queries_anywhere()
+                .then_some(s.project.query_argument.as_str()),
+        };
+        let query = crate::mcp::RequestInfo::parse_declared(body.as_bytes(), declared)
+            .and_then(|r| r.calls.into_iter().next())
+            .and_then(|c| c.query);
+        // The handle signs the arguments as the agent sent them; the
+        // gateway's own (intent, query) never reach the server, as on the
+        // original call.
+        let body = crate::intent::strip(&body, s.stripped_arguments()).unwrap_or(body);
         let mut headers = vec![
             (":method".to_string(), "POST".to_string()),
             (":path".to_string(), cx.path.to_string()),
@@ -103,6 +120,7 @@ impl Reissue {
             handle: handle.clone(),
             framing: cx.framing,
             scope: cx.scope,
+            query,
             request: LlmRequest {
                 cluster,
                 headers,
@@ -134,9 +152,14 @@ impl Reissue {
         let Some(message) = response_message(content_type.as_deref(), body, &self.call.id) else {
             return refused(Reason::PageReissueFailed);
         };
-        let Some(blocks) =
-            crate::pipeline::final_items(settings, self.scope, &self.call.id, tool, &message)
-        else {
+        let Some(blocks) = crate::pipeline::final_items(
+            settings,
+            self.scope,
+            &self.call.id,
+            tool,
+            self.query.as_deref(),
+            &message,
+        ) else {
             return refused(Reason::PageChanged);
         };
         let items: Vec<Item<'_>> = blocks

@@ -4,6 +4,7 @@
 
 pub mod budget;
 pub mod clean;
+pub mod project;
 pub mod toon;
 pub mod trim;
 

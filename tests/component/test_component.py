@@ -38,6 +38,10 @@ CONFIG_CASES = [
     ('{"budget":{"tokens":300}}', True),
     ('{"budget":{"tokens":300,"bytes":4096}}', False),
     ('{"hold_headers":false,"paging":{"enabled":true}}', False),
+    # Operator rules and agent queries (the project stage).
+    ('{"project":{"queries":true,"drop":["[].tags","**.price"]}}', True),
+    ('{"project":{"drop":["a..b"]}}', False),
+    ('{"project":{"query_argument":"no spaces"}}', False),
     ('{"toon":{"mode":"sometimes"}}', False),
     ('{"toon":{"min_savings_pct":95}}', False),
     ('{"max_body_bytes":10}', False),
@@ -95,6 +99,9 @@ def exchanges():
         ("id-mismatch", call("8"), response("7", table_text(40))),
         ("with-intent", call("7", arguments={"expected_info": "ids and names only"}),
          response("7", table_text(40))),
+        ("with-query", call("7", arguments={"jmespath": "[?price > `10`].{id: id, name: name}"}),
+         response("7", table_text(40))),
+        ("with-bad-query", call("7", arguments={"jmespath": "[?price >"}), response("7", table_text(40))),
         ("html-page", call("7"), response("7", (PAYLOADS / "page.html").read_text())),
         ("prose", call("7"), response("7", (PAYLOADS / "prose.txt").read_text())),
         ("pretty-object", call("7"), response("7", json.dumps(
@@ -131,6 +138,26 @@ ENCODE = [
     '[{"a":1,"b":2},{"b":3,"a":4}]',
     "{",
     "",
+]
+
+
+# (json, expression, max_query_bytes) for `project-query`.
+PROJECT = [
+    (table_text(10), "[?price > `5`].name", 1024),
+    (table_text(10), "[0].{n: name, i: id}", 1024),
+    ('{"big": 123456789012345678901234567890, "e": 1.50e3, "s": "caf\u00e9"}', "[big, e, s]", 1024),
+    (table_text(10), "[?", 1024),
+    (table_text(10), "[?name == 'nobody']", 1024),
+    (table_text(10), "length(@[0].id)", 1024),
+    (table_text(10), "[@,@] | [@,@] | [@,@] | [@,@]", 1024),
+    (table_text(10), "[*].name", 8),
+    ("not json", "a", 1024),
+    # At the parser's recursion limits (48 brackets, 16 prefix operators):
+    # answered, not a trap, in Wasmtime's default wasm stack.
+    ('{"a": [{"a": [1]}]}', "a[*]." * 47 + "a", 1024),
+    ('{"a": [{"a": [1]}]}', "a[*]." * 48 + "a", 1024),
+    ('{"a": true}', "!" * 16 + "a", 1024),
+    ('{"a": true}', "[" * 16 + "a" + "]" * 16, 1024),
 ]
 
 
@@ -208,6 +235,7 @@ def cases():
                       for _, c, req, ct, body in EXCHANGES],
         "encode": ENCODE,
         "decode": decode_cases(),
+        "project": PROJECT,
     }
 
 
@@ -287,6 +315,7 @@ def test_process_response_cases_do_what_they_say(host, processors):
     assert out["changed"] and [d["outcome"] for d in decisions] == ["cleaned", "encoded", "passthrough"]
     out, _ = run("charset-parameter")
     assert out["changed"]
+    # HTML → Markdown is opt-in: the default leaves the page as it is.
     out, decisions = run("html-page@config0")
     assert not out["changed"] and bytes(out["body"]) == by_name["html-page@config0"][3], decisions
     html = CONFIGS.index('{"clean":{"html_to_markdown":true}}')
@@ -302,6 +331,17 @@ def test_process_response_cases_do_what_they_say(host, processors):
     assert out["changed"], decisions
     assert [d["stage"] for d in decisions] == ["clean", "trim", "toon"], decisions
     assert decisions[1]["outcome"] == "passthrough" and decisions[2]["outcome"] == "encoded"
+    # Operator rules run before the agent's query: `price` is dropped, so a
+    # query on it selects nothing and the rules' result goes out with a note.
+    project = CONFIGS.index('{"project":{"queries":true,"drop":["[].tags","**.price"]}}')
+    out, decisions = run(f"with-query@config{project}")
+    assert [(d["stage"], d["outcome"], d.get("reason")) for d in decisions][1:3] == [
+        ("project", "projected", None), ("project", "passthrough", "query_empty")], decisions
+    text = json.loads(bytes(out["body"]))["result"]["content"][0]["text"]
+    assert text.endswith("; this is the full result]") and "price" not in text
+    # Queries off (config 0): the argument is the server's business.
+    out, decisions = run("with-query@config0")
+    assert "project" not in [d["stage"] for d in decisions], decisions
 
 
 def test_toon_encode_and_decode_equal_native(host, cases, native):
@@ -356,3 +396,12 @@ def test_pages_kept_in_the_component_are_served_by_answer_request(host):
         assert host.call("[method]processor.answer-request", processor, call("7"), "application/json") is None
     finally:
         processor.drop(host.store)
+
+
+def test_project_query_equals_native(host, native):
+    for i, (text, expression, max_bytes) in enumerate(PROJECT):
+        got = host.result("project-query", text, expression, max_bytes)
+        assert got == native["project"][i], expression
+    assert host.result("project-query", *PROJECT[0])["ok"] == json.dumps(
+        [r["name"] for r in json.loads(PROJECT[0][0]) if r["price"] > 5], separators=(",", ":"))
+    assert host.result("project-query", *PROJECT[3])["err"].startswith("query_invalid: ")

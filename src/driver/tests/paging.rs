@@ -303,3 +303,53 @@ fn the_timer_empties_expired_pages() {
         .any(|l| l.contains("timer refused")));
     assert_eq!(host.tick_period, None);
 }
+
+/// A result the agent's query projected (project stage, before the
+/// budget): a page rebuilt by calling the tool again applies the same
+/// query, and the server never sees the query argument.
+#[test]
+fn a_rebuilt_page_applies_the_original_query() {
+    let s = settings(&format!(
+        r#"{{"hold_headers":true,"max_body_bytes":2048,"project":{{"queries":true}},"tools":{{"rows":{{"budget":{{"tokens":300}},"paging":{{"enabled":true}}}}}},"paging":{{"key":"{KEY}","reissue":"always"}}}}"#
+    ));
+    let request = call(3, "rows", json!({"n": 300, "jmespath": "[?seq < `200`]"}));
+    let response = result(3);
+    let t = Script {
+        request_chunks: &[25],
+        response_chunks: &[700],
+        request_headers: HEADERS,
+        properties: STREAM,
+        shared: store(),
+        ..Script::new(&request, "application/json", &response)
+    }
+    .play(Arc::clone(&s), &mut no_reply);
+    assert!(!String::from_utf8_lossy(&t.request_sent).contains("jmespath"));
+    let summary = t.report.summary();
+    assert!(
+        summary.contains("queried=1") && summary.contains("cut=1"),
+        "{summary}"
+    );
+    let first = texts(&t.response_sent);
+    let mut all = decode(&first[0]);
+    let mut notice = first[1].clone();
+    while let Some(h) = handle(&notice) {
+        let page_call = call(4, "mcp_toon_page", json!({ "handle": h }));
+        let t = page_script(&page_call, store()).play(Arc::clone(&s), &mut |r| {
+            let sent = String::from_utf8_lossy(&r.body).to_string();
+            assert!(!sent.contains("jmespath"), "{sent}");
+            assert!(sent.contains("\"n\":300"), "{sent}");
+            LlmReply::Response {
+                status: 200,
+                body: result(4),
+            }
+        });
+        let v = replied(&t);
+        assert!(v["result"].get("isError").is_none(), "{v}");
+        all.extend(decode(v["result"]["content"][0]["text"].as_str().unwrap()));
+        notice = v["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    }
+    assert_eq!(all, rows()[..200].to_vec());
+}

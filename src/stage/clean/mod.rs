@@ -37,7 +37,7 @@ mod base64;
 mod cap;
 mod compact;
 mod html;
-mod rewrite;
+pub(crate) mod rewrite;
 mod whitespace;
 
 #[cfg(test)]

@@ -219,11 +219,11 @@ fn begin_value(out: &mut String, stack: &mut [Frame<'_>], after_key: &mut bool) 
     }
 }
 
-fn is_ws(c: u8) -> bool {
+pub(crate) fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while b.get(i).copied().is_some_and(is_ws) {
         i += 1;
     }
@@ -231,7 +231,7 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Index just past the closing quote of the string literal opening at `i`.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
         match b.get(j)? {
@@ -243,7 +243,7 @@ fn string_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The string a literal stands for; borrowed when it has no escapes.
-fn decode(literal: &str) -> Option<Cow<'_, str>> {
+pub(crate) fn decode(literal: &str) -> Option<Cow<'_, str>> {
     let inner = literal.get(1..literal.len().checked_sub(1)?)?;
     if inner.contains('\\') {
         serde_json::from_str::<String>(literal).ok().map(Cow::Owned)

@@ -829,3 +829,5 @@ mod streams {
         );
     }
 }
+
+mod project;
