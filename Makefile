@@ -85,11 +85,13 @@ demo: bootstrap build cli
 # at the default configuration (scripts/bench_real.py, tokens counted by the
 # CLI), written into BENCHMARKS.md; first the adversarial inputs
 # (benches/adversarial/), which fail the target when a stage grows faster
-# than linear.
+# than linear; last, the hostile results through Envoy, timed against
+# Envoy alone (tests/e2e/bench_hostile.py, printed).
 bench: bootstrap build cli
 	$(CARGO) bench --features sim --bench adversarial
 	$(PYTHON) scripts/bench.py
 	$(PYTHON) scripts/bench_real.py
+	$(PYTHON) -m pytest tests/e2e/bench_hostile.py -q -s -p no:cacheprovider
 
 oci: oci-registry bootstrap build
 	$(PYTHON) scripts/oci.py push --registry "$(REGISTRY)"
