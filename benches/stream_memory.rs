@@ -121,13 +121,16 @@ fn run(settings: &Arc<Settings>, response: &[u8]) -> (usize, usize) {
         headers: &[],
     });
     e.request_chunk(CALL, true, &mut NoSessions);
-    e.response_headers(ResponseHead {
-        status: Some(200),
-        content_type: Some("application/json"),
-        content_encoding: None,
-        content_length: Some(response.len()),
-        end_of_stream: false,
-    });
+    e.response_headers(
+        ResponseHead {
+            status: Some(200),
+            content_type: Some("application/json"),
+            content_encoding: None,
+            content_length: Some(response.len()),
+            end_of_stream: false,
+        },
+        &mut NoSessions,
+    );
     let base = CURRENT.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let mut sent = 0;

@@ -34,4 +34,7 @@ pub enum LlmReply {
     Failed { elapsed_ms: u64 },
     /// The host refused to start the call (for example an unknown cluster).
     NotSent,
+    /// A response whose body is larger than `trim.max_reply_bytes`: not
+    /// read (a reply is held whole in the VM's memory to be parsed).
+    TooLarge { status: u16, bytes: usize },
 }

@@ -14,6 +14,11 @@
 //!
 //! Callouts go to any cluster [`LlmRequest::cluster`] names: the trim
 //! endpoint, or the route's own cluster for a re-issued tool call.
+//!
+//! Shared data carries a compare-and-swap version (proxy-wasm
+//! `proxy_get_shared_data` / `proxy_set_shared_data`): a writer that read a
+//! key at version `cas` replaces it only if nobody wrote it since, which is
+//! what keeps one stream from overwriting another's record or page index.
 
 use std::time::{Duration, SystemTime};
 
@@ -24,11 +29,9 @@ use crate::callout::LlmRequest;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostError(pub u32);
 
-impl HostError {
-    /// A shared-data write whose key changed since it was read (proxy-wasm
-    /// `WasmResult::CasMismatch`).
-    pub const CAS_MISMATCH: HostError = HostError(8);
-}
+/// `CasMismatch` of the proxy-wasm ABI: a shared-data key changed since it
+/// was read.
+pub const CAS_MISMATCH: HostError = HostError(8);
 
 pub type HostResult<T> = Result<T, HostError>;
 
@@ -124,15 +127,16 @@ pub trait Host {
         body: &[u8],
     ) -> HostResult<()>;
 
-    /// Data shared by every stream of the host (all workers of one Envoy),
-    /// with its version for compare-and-swap.
+    /// Data shared by every stream of the host (all workers of one Envoy):
+    /// the value and its version (never 0), `None` when the key is absent.
     fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>>;
     /// Stores `value` if the key is still at version `cas` (0: whatever it
-    /// is at); [`HostError::CAS_MISMATCH`] when it changed since. An empty
-    /// value clears the key.
+    /// holds, or a new key); [`CAS_MISMATCH`] otherwise. An empty value
+    /// clears the key (proxy-wasm cannot delete one).
     fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()>;
-    /// Fills `out` from a cryptographically secure source (WASI
-    /// `random_get`).
+
+    /// Fills `out` with random bytes fit for secrets (proxy-wasm: WASI
+    /// `random_get`, which Envoy backs with BoringSSL's `RAND_bytes`).
     fn random(&mut self, out: &mut [u8]) -> HostResult<()>;
     /// Calls [`crate::driver::tick`] every `period` (a plugin-wide timer).
     fn set_tick_period(&mut self, period: Duration) -> HostResult<()>;

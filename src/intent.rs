@@ -7,7 +7,9 @@
 //! `inputSchema` of every tool their stage is on for (so agents learn them
 //! from `tools/list`) and takes them out of `tools/call` arguments before
 //! the request reaches the server, so servers with strict schemas never see
-//! them.
+//! them — only for calls whose tool's policy has the argument's stage on
+//! and whose own schema does not declare an argument of that name (the
+//! exchange decides per call and argument, [`strip`] obeys).
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -71,10 +73,23 @@ struct Request<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// Removes every argument named in `args` from the arguments of every
-/// `tools/call` in a request body (one message or a batch). Returns the new
-/// body when it changed; the other arguments keep their exact value text.
-pub fn strip(body: &str, args: &[impl AsRef<str>]) -> Option<String> {
+#[derive(Deserialize)]
+struct Named<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// Removes from the arguments of each `tools/call` in a request body (one
+/// message or a batch) every argument named in `args` that
+/// `strips(tool name, argument)` says is the plugin's. Returns the new body
+/// when it changed; the other arguments keep their exact value text.
+pub fn strip(
+    body: &str,
+    args: &[impl AsRef<str>],
+    strips: &dyn Fn(Option<&str>, &str) -> bool,
+) -> Option<String> {
     let mut edits = Edits::default();
     for raw in messages(body)? {
         let Some(req) = object::<Request>(raw) else {
@@ -83,18 +98,18 @@ pub fn strip(body: &str, args: &[impl AsRef<str>]) -> Option<String> {
         if req.method.as_deref() != Some(TOOLS_CALL) {
             continue;
         }
-        let Some(arguments) = req
-            .params
-            .and_then(object::<Params>)
-            .and_then(|p| p.arguments)
-        else {
+        let Some(params) = req.params.and_then(object::<Named>) else {
+            continue;
+        };
+        let Some(arguments) = params.arguments else {
             continue;
         };
         let Some(mut map) = members(arguments) else {
             continue;
         };
         let before = map.len();
-        map.retain(|(k, _)| !args.iter().any(|a| a.as_ref() == k));
+        let tool = params.name.as_deref();
+        map.retain(|(k, _)| !args.iter().any(|a| a.as_ref() == k && strips(tool, k)));
         if map.len() == before {
             continue;
         }
@@ -122,6 +137,16 @@ pub fn strip(body: &str, args: &[impl AsRef<str>]) -> Option<String> {
 struct Schema<'a> {
     #[serde(borrow)]
     properties: Option<&'a RawValue>,
+}
+
+/// Whether a tool's own `inputSchema` has a property named `arg`: then the
+/// argument is the tool's, never the plugin's to take out.
+pub fn declares(tool: &ToolEntry<'_>, arg: &str) -> bool {
+    tool.input_schema
+        .and_then(object::<Schema>)
+        .and_then(|s| s.properties)
+        .and_then(members)
+        .is_some_and(|m| m.iter().any(|(k, _)| k == arg))
 }
 
 /// Adds optional string properties `(name, description)` to a tool's
@@ -227,39 +252,41 @@ mod tests {
     #[test]
     fn strip_removes_only_the_intent_argument() {
         let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1.50e3,"expected_info":"x","z":"\u00e9"}}}"#;
-        let out = strip(body, &["expected_info"]).unwrap();
+        let out = strip(body, &["expected_info"], &|_, _| true).unwrap();
         assert_eq!(
             out,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1.50e3,"z":"\u00e9"}}}"#
         );
         let only = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"expected_info":"x"}}}"#;
-        assert!(strip(only, &["expected_info"])
+        assert!(strip(only, &["expected_info"], &|_, _| true)
             .unwrap()
             .contains(r#""arguments":{}"#));
         // Several names at once: the intent and the query.
         let both = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"jmespath":"a","q":1,"expected_info":"x"}}}"#;
         assert_eq!(
-            strip(both, &["expected_info", "jmespath"]).unwrap(),
+            strip(both, &["expected_info", "jmespath"], &|_, _| true).unwrap(),
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}}}"#
         );
         // Nothing to strip, or not a tools/call: no change at all.
         assert_eq!(
             strip(
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}}}"#,
-                &["expected_info"]
+                &["expected_info"],
+                &|_, _| true
             ),
             None
         );
         assert_eq!(
             strip(
                 r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"t","arguments":{"expected_info":"x"}}}"#,
-                &["expected_info"]
+                &["expected_info"],
+                &|_, _| true
             ),
             None
         );
         let batch = format!("[{body},{body}]");
         assert_eq!(
-            strip(&batch, &["expected_info"])
+            strip(&batch, &["expected_info"], &|_, _| true)
                 .unwrap()
                 .matches("expected_info")
                 .count(),
@@ -268,9 +295,34 @@ mod tests {
         // Arguments with a key twice: no intent read, nothing taken out (a
         // rebuilt object would drop one of them).
         let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1,"q":2,"expected_info":"x"}}}"#;
-        assert_eq!(strip(twice, &["expected_info"]), None);
+        assert_eq!(strip(twice, &["expected_info"], &|_, _| true), None);
         let params = raw(r#"{"arguments":{"q":1,"q":2,"expected_info":"x"}}"#);
         assert_eq!(declared(&params, "expected_info"), None);
+    }
+
+    #[test]
+    fn strip_follows_the_per_tool_answer() {
+        let body = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ours","arguments":{"expected_info":"x"}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"theirs","arguments":{"expected_info":"y"}}}]"#;
+        let out = strip(body, &["expected_info"], &|tool, _| tool == Some("ours")).unwrap();
+        assert!(out.contains(r#""name":"ours","arguments":{}"#), "{out}");
+        assert!(
+            out.contains(r#""name":"theirs","arguments":{"expected_info":"y"}"#),
+            "{out}"
+        );
+        assert_eq!(strip(body, &["expected_info"], &|_, _| false), None);
+    }
+
+    #[test]
+    fn declares_reads_the_tool_schema() {
+        let body = r#"{"tools":[
+            {"name":"a","inputSchema":{"type":"object","properties":{"expected_info":{"type":"string"}}}},
+            {"name":"b","inputSchema":{"type":"object","properties":{"q":{}}}},
+            {"name":"c"}
+        ]}"#;
+        let base = RawValue::from_string(body.to_string()).unwrap();
+        let tools = tool_entries(&base).unwrap();
+        let d: Vec<bool> = tools.iter().map(|t| declares(t, "expected_info")).collect();
+        assert_eq!(d, vec![true, false, false]);
     }
 
     #[test]

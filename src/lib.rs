@@ -19,10 +19,12 @@ pub mod outcome;
 pub mod page;
 pub mod pipeline;
 pub mod report;
+pub mod shared;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod sse;
 pub mod stage;
+pub mod tag;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;

@@ -197,6 +197,34 @@ reasons! {
     TrimLarger => "trim_larger",
     /// Trim: the call could not be made (unknown cluster, connection refused).
     TrimUnavailable => "trim_unavailable",
+    /// Trim: the declared intent is longer than `trim.max_intent_bytes`; no
+    /// callout.
+    TrimIntentTooLong => "trim_intent_too_long",
+    /// Trim: the reply is larger than `trim.max_reply_bytes`; it was not read.
+    TrimReplyTooLarge => "trim_reply_too_large",
+    /// Trim: more than `trim.max_queued_bytes` waited for the callout (the
+    /// event and what followed it), or the event alone is larger; the block
+    /// went on without it.
+    TrimQueueFull => "trim_queue_full",
+    /// Trim: the extraction is not drawn from the block (a JSON value, key
+    /// or line the block does not have).
+    TrimNotFromInput => "trim_not_from_input",
+    /// Trim: the extraction starts with the marker, as the plugin's own
+    /// output does.
+    TrimMarker => "trim_marker",
+    /// Trim: the result carries `structuredContent`, which a trimmed
+    /// `content` would contradict.
+    TrimStructuredContent => "trim_structured_content",
+    /// A JSON-RPC id longer than `max_id_bytes`: the call is not followed.
+    IdTooLong => "id_too_long",
+    /// A tool name longer than `max_tool_name_bytes`: the call is not followed.
+    ToolNameTooLong => "tool_name_too_long",
+    /// A 2024-11-05 record was not written: its slot holds a live record of
+    /// another session (or of the same call).
+    LegacySlotBusy => "legacy_slot_busy",
+    /// A tool that declares the intent argument itself was not recorded:
+    /// the record of its server is full.
+    ListingRecordFull => "listing_record_full",
     /// The host refused a call that moves bytes (a body read or write, the
     /// `content-length` of held headers): the rest of that direction passed
     /// unchanged, the bytes the plugin held first.

@@ -22,24 +22,34 @@
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
 //! everything up to it and returns a [`Job`]; the host performs
 //! [`Job::callout`] (if any) and hands the reply to [`Job::finish`].
+//!
+//! A trimmed block says so on its first line (trim's note, [`trim::header`]):
+//! on the marker line when TOON encodes the extraction, on a line of its own
+//! otherwise — TOON decides on the extraction alone, and the note costs the
+//! same either way. With `marker_key` the first line of a block that has a
+//! header line ends with its tag ([`crate::tag`]), written last, over the
+//! final text.
 
 use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Mode, Policy, ServerScope, Settings};
+use crate::config::{Header, Mode, Policy, ServerScope, Settings};
 use crate::intent;
 use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
-use crate::page::PageHost;
 use crate::report::{Decision, Report};
+use crate::shared::SessionStore;
 use crate::stage::clean::{self, Framing};
 use crate::stage::project::{self, Query, Refusal};
 use crate::stage::{self, trim};
 
 mod budget;
 pub use budget::{page_tool, PageContext};
+/// One tool of a listing: its name and which of the plugin's arguments its
+/// own schema declares (none: the tool does not).
+pub type Listed = (String, Vec<String>);
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
 pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
@@ -61,6 +71,15 @@ struct Block {
     trimmed: bool,
     /// The budget step wrote the block's result already.
     written: bool,
+    /// The result carries `structuredContent`.
+    structured: bool,
+    /// The call declared an intent past `trim.max_intent_bytes`.
+    intent_too_long: bool,
+    /// Trimmed: the note its first line carries (with the tag placeholder
+    /// when a marker key is set).
+    trim_note: Option<String>,
+    /// The first line ends with the tag placeholder: sign it last.
+    tagged: bool,
     /// The agent's JMESPath query, until the project stage takes it.
     query: Option<String>,
     /// The query replaced the text: no trim on top of it.
@@ -140,6 +159,25 @@ impl Block {
         }
     }
 
+    /// A trimmed block whose note TOON did not take onto its marker line
+    /// gets it as a line of its own.
+    fn note_line(&mut self, keyed: bool) {
+        if let Some(note) = self.trim_note.take() {
+            self.text = format!("{note}\n{}", self.text);
+            self.tagged = keyed;
+        }
+    }
+
+    /// Last of all, with a marker key: the tag over the final text.
+    fn sign(&mut self, key: &str) {
+        if !self.tagged {
+            return;
+        }
+        if let Some(signed) = crate::tag::sign(&self.text, key.as_bytes()) {
+            self.text = signed;
+        }
+    }
+
     /// Stage 2, project: the operator's rules, then the agent's query.
     fn project(&mut self, settings: &Settings, report: &mut Report) {
         if !self.policy.project.rules.is_empty() {
@@ -205,6 +243,8 @@ struct TrimPlan {
     /// Positions in `Job::blocks`.
     blocks: Vec<usize>,
     request: trim::LlmRequest,
+    /// The caller's intent, for the trimmed blocks' note.
+    intent: String,
 }
 
 /// A response body between [`start`] and [`Job::finish`].
@@ -219,6 +259,9 @@ pub struct Job {
     /// `tools/list` results, where the page tool may be listed.
     listings: Vec<Range<usize>>,
     scope: ServerScope,
+    /// The tools of the listings in the body that trim, with the plugin's
+    /// arguments their own schemas declare (see [`crate::exchange`]).
+    listed: Vec<Listed>,
 }
 
 /// Runs the stages over one response body without an LLM endpoint (the CLI,
@@ -230,10 +273,14 @@ pub fn process_response(
     body: &[u8],
     report: &mut Report,
 ) -> Option<Vec<u8>> {
-    start(settings, scope, request, body.to_vec(), report)
-        .ok()?
-        .finish(settings, None, report)
-        .changed()
+    // No randomness, so no trim boundaries: a trim fails open, as it does
+    // here anyway without an endpoint.
+    start(settings, scope, request, body.to_vec(), report, &mut |_| {
+        false
+    })
+    .ok()?
+    .finish(settings, None, report)
+    .changed()
 }
 
 /// A body after the stages: changed, or exactly as it came.
@@ -261,14 +308,16 @@ impl Output {
 }
 
 /// Reads the body, pairs responses with requests, cleans each block and
-/// plans the trim callout. `Err` hands the body back: nothing in it can
-/// change.
+/// plans the trim callout. `random` fills a buffer with random bytes (false
+/// when the host has none): the callout's boundaries. `Err` hands the body
+/// back: nothing in it can change.
 pub fn start(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
     body: Vec<u8>,
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Result<Job, Vec<u8>> {
     let body = match String::from_utf8(body) {
         Ok(b) => b,
@@ -282,6 +331,7 @@ pub fn start(
     let mut intents: Vec<Option<String>> = Vec::new();
     let mut shapes = Vec::new();
     let mut listings = Vec::new();
+    let mut listed = Vec::new();
     {
         let Some(messages) = mcp::parse_messages(&body) else {
             report.push(Decision::response(Reason::MalformedResponse));
@@ -310,6 +360,7 @@ pub fn start(
                     if settings.paging_anywhere() {
                         listings.extend(Edits::span_of(&body, result));
                     }
+                    listed.extend(declaring(settings, scope, result));
                 }
             }
         }
@@ -318,7 +369,7 @@ pub fn start(
         block.clean(report);
         block.project(settings, report);
     }
-    let trim = plan_trim(settings, &blocks, &intents, report);
+    let trim = plan_trim(settings, &blocks, &intents, report, random);
     Ok(Job {
         body,
         edits,
@@ -327,6 +378,7 @@ pub fn start(
         shapes,
         listings,
         scope,
+        listed,
     })
 }
 
@@ -345,7 +397,7 @@ impl Job {
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
-        let mut host = crate::page::SharedMemory::default();
+        let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
         let mut cx = PageContext {
             host: &mut host,
             binding: [0; 8],
@@ -358,7 +410,7 @@ impl Job {
     /// [`Job::finish`], drawing the TOON stage's generic-path work from
     /// `toon` (an event stream shares one across its events) and keeping
     /// the pages of cut results where `cx` says.
-    pub fn finish_with<H: PageHost + ?Sized>(
+    pub fn finish_with<H: SessionStore + ?Sized>(
         self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
@@ -368,6 +420,25 @@ impl Job {
     ) -> Output {
         self.finish_keeping_original(settings, reply, toon, cx, report)
             .0
+    }
+
+    /// The trimming tools its listings showed, and which of the plugin's
+    /// arguments each declares itself.
+    pub fn listed(&self) -> &[Listed] {
+        &self.listed
+    }
+
+    /// Goes on without the callout (the stream could not wait for it):
+    /// its blocks are counted under `reason`, and [`Job::finish`] then
+    /// leaves them as clean left them.
+    pub fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
+        if let Some(plan) = self.trim.take() {
+            for &i in &plan.blocks {
+                if let Some(block) = self.blocks.get(i) {
+                    report.push(block.passthrough(Stage::Trim, reason));
+                }
+            }
+        }
     }
 
     /// Bytes of the body as it came.
@@ -382,7 +453,7 @@ impl Job {
 
     /// [`Job::finish_with`], handing back the original body too when a new
     /// one replaces it: a host that refuses the new body gets the original.
-    pub fn finish_keeping_original<H: PageHost + ?Sized>(
+    pub fn finish_keeping_original<H: SessionStore + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
@@ -393,7 +464,7 @@ impl Job {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
-        self.stages(toon, report);
+        self.stages(settings, toon, report);
         budget::apply(
             settings,
             &self.body,
@@ -440,12 +511,15 @@ impl Job {
         }
     }
 
-    /// TOON, then the cap, on every block.
-    fn stages(&mut self, toon: &mut stage::toon::Budget, report: &mut Report) {
+    /// TOON, the trim note line, the cap, and the marker tag last, on
+    /// every block.
+    fn stages(&mut self, settings: &Settings, toon: &mut stage::toon::Budget, report: &mut Report) {
         for block in &mut self.blocks {
-            let encoded = encode(block, toon, report);
+            let encoded = encode(block, settings, toon, report);
             block.encoded = encoded;
+            block.note_line(!settings.marker_key.is_empty());
             block.cap(encoded, report);
+            block.sign(&settings.marker_key);
         }
     }
 }
@@ -480,6 +554,7 @@ pub fn final_items(
             query: query.map(str::to_string),
             ..Call::default()
         }],
+        ..RequestInfo::default()
     };
     let mut report = Report::default();
     let mut job = start(
@@ -488,13 +563,19 @@ pub fn final_items(
         &request,
         message.as_bytes().to_vec(),
         &mut report,
+        // No trim on a page rebuilt, so no trim boundaries to draw.
+        &mut |_| false,
     )
     .ok()?;
     job.trim = None;
     if job.blocks.is_empty() {
         return None;
     }
-    job.stages(&mut stage::toon::Budget::per_response(), &mut report);
+    job.stages(
+        settings,
+        &mut stage::toon::Budget::per_response(),
+        &mut report,
+    );
     Some(
         job.blocks
             .into_iter()
@@ -517,6 +598,7 @@ fn plan_trim(
     blocks: &[Block],
     intents: &[Option<String>],
     report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<TrimPlan> {
     let t = &settings.trim;
     let mut eligible = Vec::new();
@@ -525,14 +607,25 @@ fn plan_trim(
         {
             continue;
         }
-        if block.queried {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimQueryApplied));
+        let reason = if block.queried {
+            Some(Reason::TrimQueryApplied)
+        } else if intent.is_none() && block.intent_too_long {
+            Some(Reason::TrimIntentTooLong)
         } else if intent.is_none() {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimNoIntent));
+            Some(Reason::TrimNoIntent)
         } else if block.text.len() <= t.threshold_bytes {
-            report.push(block.passthrough(Stage::Trim, Reason::TrimBelowThreshold));
+            Some(Reason::TrimBelowThreshold)
+        } else if block.structured {
+            // Trimming `content` alone would leave it contradicting
+            // `structuredContent`, and trimming that would break the
+            // tool's `outputSchema` (MCP 2025-06-18 "Structured Content").
+            Some(Reason::TrimStructuredContent)
         } else {
-            eligible.push(i);
+            None
+        };
+        match reason {
+            Some(r) => report.push(block.passthrough(Stage::Trim, r)),
+            None => eligible.push(i),
         }
     }
     // One callout per response, for one call's blocks.
@@ -544,12 +637,23 @@ fn plan_trim(
         .collect();
     let chosen = trim::select(t.blocks, &same_call);
     let intent = intents.get(first)?.as_deref()?;
+    let mut bytes = [0u8; trim::BOUNDARY_BYTES];
+    if !random(&mut bytes) {
+        // Without unguessable boundaries the output could forge a part.
+        for &i in &chosen {
+            if let Some(block) = blocks.get(i) {
+                report.push(block.passthrough(Stage::Trim, Reason::TrimUnavailable));
+            }
+        }
+        return None;
+    }
     let texts: Vec<&str> = chosen
         .iter()
         .filter_map(|&i| blocks.get(i).map(|b| b.text.as_str()))
         .collect();
     Some(TrimPlan {
-        request: trim::build_request(t, intent, &texts),
+        request: trim::build_request(t, intent, &texts, &trim::boundary(&bytes)),
+        intent: intent.to_string(),
         blocks: chosen,
     })
 }
@@ -565,6 +669,10 @@ fn apply_trim(
         Some(r) => trim::parse_reply(r, settings.trim.timeout_ms, plan.blocks.len()),
         None => Err(Reason::TrimUnavailable),
     };
+    let mut note = trim::header(&plan.intent, &settings.trim.intent_argument);
+    if !settings.marker_key.is_empty() {
+        note.push_str(&crate::tag::placeholder());
+    }
     for (k, &i) in plan.blocks.iter().enumerate() {
         let Some(block) = blocks.get_mut(i) else {
             continue;
@@ -576,9 +684,21 @@ fn apply_trim(
                 .ok_or(Reason::TrimMalformed),
             Err(r) => Err(*r),
         };
-        match extracted.and_then(|e| trim::guard(&block.text, e).map(|()| e)) {
+        match extracted.and_then(|e| trim::guard(&block.text, e, &note).map(|()| e)) {
             Ok(e) => {
-                block.rewrite(Stage::Trim, Outcome::Trimmed, e.to_string(), false, report);
+                // Recorded with its note: the size it reaches the agent at
+                // unless TOON encodes it.
+                let after = note.len() + 1 + e.len();
+                report.push(block.decision(
+                    Stage::Trim,
+                    Outcome::Trimmed,
+                    block.text.len(),
+                    after,
+                    false,
+                ));
+                block.text = e.to_string();
+                block.changed = true;
+                block.trim_note = Some(note.clone());
                 block.trimmed = true;
             }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
@@ -588,19 +708,40 @@ fn apply_trim(
 
 /// Stage 3: TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
-/// sent, once an earlier stage changed it). Returns whether it encoded.
-fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Report) -> bool {
+/// sent, once an earlier stage changed it). A trimmed block's note goes on
+/// the emission's marker line (a line of its own for bare TOON); with a
+/// marker key, an untrimmed block's marker line is sized with its tag.
+/// Returns whether it encoded.
+fn encode(
+    block: &mut Block,
+    settings: &Settings,
+    budget: &mut stage::toon::Budget,
+    report: &mut Report,
+) -> bool {
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
         block.span.len()
     };
-    let toon = stage::toon::encode_within(&block.text, wire, &block.policy.toon, budget);
+    let keyed = !settings.marker_key.is_empty();
+    let header = block.policy.toon.header;
+    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
+    let mut settings_toon = std::borrow::Cow::Borrowed(&block.policy.toon);
+    if tags_marker {
+        let marker = format!("{}{}", settings_toon.marker, crate::tag::placeholder());
+        settings_toon.to_mut().marker = std::sync::Arc::from(marker);
+    }
+    let note = block.trim_note.as_deref();
+    let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
     let result = toon.and_then(|emission| {
+        let emission = match note {
+            Some(note) => with_note(emission, note, header),
+            None => emission,
+        };
         // A cap too small for the header and one row would leave an
         // agent a marker and no data: the block goes unencoded instead.
         let max = block.policy.clean.max_text_bytes;
-        let framing = Framing::Toon(block.policy.toon.header);
+        let framing = Framing::Toon(header);
         if max > 0 && !clean::can_hold_first_row(&emission, max, framing) {
             return Err(Reason::CapTooSmall);
         }
@@ -609,6 +750,8 @@ fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Repo
     match result {
         Ok(emission) => {
             block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
+            block.tagged = keyed && (tags_marker || block.trim_note.is_some());
+            block.trim_note = None;
             true
         }
         Err(reason) => {
@@ -616,6 +759,17 @@ fn encode(block: &mut Block, budget: &mut stage::toon::Budget, report: &mut Repo
             false
         }
     }
+}
+
+/// A TOON emission with a trimmed block's note: at the end of the marker
+/// line, or, for bare TOON, as a line of its own before it.
+fn with_note(emission: String, note: &str, header: Header) -> String {
+    if header == Header::None {
+        return format!("{note}\n{emission}");
+    }
+    let end = emission.find('\n').unwrap_or(emission.len());
+    let (line, rest) = emission.split_at(end);
+    format!("{line} {note}{rest}")
 }
 
 /// The text blocks of one tool result, or the reason there are none.
@@ -650,6 +804,7 @@ fn tool_call_blocks(
         return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
+    let structured = result.structured_content.is_some();
     let mut blocks = Vec::new();
     for (index, item) in mcp::text_items(&content).into_iter().enumerate() {
         let Some(item) = item else {
@@ -679,6 +834,10 @@ fn tool_call_blocks(
             encoded: false,
             trimmed: false,
             written: false,
+            structured,
+            intent_too_long: call.intent_too_long,
+            trim_note: None,
+            tagged: false,
             // Queries off everywhere: the argument was neither advertised
             // nor taken out, so it is the server's, not ours.
             query: call.query.clone().filter(|_| settings.queries_anywhere()),
@@ -732,6 +891,26 @@ fn listing(
             });
         }
     }
+}
+
+/// The tools of a listing that trim, with the plugin's argument when
+/// their own schema declares it.
+fn declaring(settings: &Settings, scope: ServerScope, result: &RawValue) -> Vec<Listed> {
+    if !(settings.trim_anywhere() && settings.trim.advertise_intent) {
+        return Vec::new();
+    }
+    let arg = settings.trim.intent_argument.as_str();
+    mcp::tool_entries(result)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|tool| {
+            let name = tool.name.as_deref()?;
+            settings.policy(scope, Some(name)).trim.then(|| {
+                let own = intent::declares(tool, arg).then(|| arg.to_string());
+                (name.to_string(), own.into_iter().collect())
+            })
+        })
+        .collect()
 }
 
 fn annotate(

@@ -16,8 +16,8 @@ use crate::config::Settings;
 use crate::driver::{Call, LocalReply, MemoryHost};
 use crate::driver::{Driver, Vm};
 use crate::host::Direction;
-use crate::page::SharedMemory;
 use crate::report::Report;
+use crate::shared::SharedMemory;
 
 /// What the client and the server saw.
 #[derive(Debug)]

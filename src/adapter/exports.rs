@@ -160,6 +160,8 @@ pub extern "C" fn proxy_on_tick(root: u32) {
 
 #[no_mangle]
 pub extern "C" fn proxy_on_request_headers(id: u32, _headers: usize, end: u32) -> u32 {
+    #[cfg(feature = "fault-injection")]
+    super::fault::maybe_trap();
     answer(stream(id, Action::Continue, |d, h| {
         d.request_headers(h, end != 0)
     }))

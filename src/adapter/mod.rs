@@ -6,6 +6,8 @@
 
 mod abi;
 mod exports;
+#[cfg(feature = "fault-injection")]
+mod fault;
 mod host;
 mod logger;
 mod root;

@@ -26,8 +26,8 @@ use crate::convert;
 use crate::driver::MemoryHost;
 use crate::driver::{Driver, Vm};
 use crate::host::Direction;
-use crate::page::{Entropy, SharedMemory};
 use crate::report::Report;
+use crate::shared::{Entropy, SharedMemory};
 use crate::stage::project::Query;
 
 /// Where one processor keeps the pages of the results it cut: its own
@@ -96,7 +96,7 @@ pub fn process(
     content_type: &str,
     response_body: Vec<u8>,
 ) -> Processed {
-    let mut pages = Pages(SharedMemory::default());
+    let mut pages = Pages(SharedMemory::with(Entropy::None));
     process_with(
         settings,
         &mut pages,

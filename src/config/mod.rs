@@ -30,6 +30,11 @@ pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 /// the stream, so the plugin stops below it by default.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
+/// JSON-RPC ids and tool names: a UUID is 38 bytes quoted; MCP 2025-11-25
+/// asks tool names of 1-128 characters.
+pub const DEFAULT_MAX_NAME_BYTES: usize = 256;
+/// Ten minutes: a legacy tool call rarely runs longer.
+pub const DEFAULT_LEGACY_RECORD_TTL_MS: u64 = 600_000;
 
 /// Everything one layer (top level, server, tool) may set for the stages.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -77,6 +82,10 @@ struct RawConfig {
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
     hold_headers: Option<bool>,
+    max_id_bytes: Option<u64>,
+    max_tool_name_bytes: Option<u64>,
+    legacy_record_ttl_ms: Option<u64>,
+    marker_key: Option<String>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -144,7 +153,7 @@ struct Server {
 }
 
 /// A validated configuration, ready to resolve policies per stream and tool.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     pub max_body_bytes: usize,
     /// Largest SSE event the plugin holds to rewrite; larger ones stream
@@ -160,6 +169,17 @@ pub struct Settings {
     /// stalls the stream. A plugin cannot read that setting, so the operator
     /// states it here. Default false: works on every Envoy.
     pub hold_headers: bool,
+    /// A JSON-RPC id (its JSON text) longer than this is not followed: the
+    /// call and its response pass (`id_too_long`). Ids and tool names are
+    /// copied into every block and decision of a response.
+    pub max_id_bytes: usize,
+    /// A longer tool name: likewise (`tool_name_too_long`).
+    pub max_tool_name_bytes: usize,
+    /// How long a 2024-11-05 session record holds its slot against other
+    /// sessions.
+    pub legacy_record_ttl_ms: u64,
+    /// Key of the marker tags (HMAC-SHA256); empty: blocks carry no tag.
+    pub marker_key: String,
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
@@ -182,6 +202,35 @@ pub struct Settings {
     queries_anywhere: bool,
     /// The arguments taken out of `tools/call` requests.
     stripped_arguments: Vec<String>,
+}
+
+// The marker key never reaches a log line, not even through `{:?}`.
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_event_bytes", &self.max_event_bytes)
+            .field("strip_accept_encoding", &self.strip_accept_encoding)
+            .field("annotate_tools", &self.annotate_tools)
+            .field("hold_headers", &self.hold_headers)
+            .field("max_id_bytes", &self.max_id_bytes)
+            .field("max_tool_name_bytes", &self.max_tool_name_bytes)
+            .field("legacy_record_ttl_ms", &self.legacy_record_ttl_ms)
+            .field(
+                "marker_key",
+                &if self.marker_key.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
+            .field("trim", &self.trim)
+            .field("base", &self.base)
+            .field("tools", &self.tools)
+            .field("servers", &self.servers)
+            .field("trim_anywhere", &self.trim_anywhere)
+            .finish()
+    }
 }
 
 /// The settings every stage uses for one block: one server, one tool.
@@ -213,6 +262,10 @@ impl Default for Settings {
             strip_accept_encoding: true,
             annotate_tools: false,
             hold_headers: false,
+            max_id_bytes: DEFAULT_MAX_NAME_BYTES,
+            max_tool_name_bytes: DEFAULT_MAX_NAME_BYTES,
+            legacy_record_ttl_ms: DEFAULT_LEGACY_RECORD_TTL_MS,
+            marker_key: String::new(),
             trim: TrimSettings::default(),
             paging: PagingSettings::default(),
             project: ProjectSettings::default(),
@@ -240,7 +293,8 @@ impl Settings {
             let path = e.path().to_string();
             let field = if path == "." { String::new() } else { path };
             // serde quotes offending values; a credential must not reach a log.
-            let message = if field.ends_with("client_secret") || field.ends_with("client_id") {
+            let secret = ["client_secret", "client_id", "marker_key"];
+            let message = if secret.iter().any(|f| field.ends_with(f)) {
                 "must be a string".to_string()
             } else {
                 clean_serde_message(&e.into_inner().to_string())
@@ -284,6 +338,38 @@ impl Settings {
                 "max_event_bytes",
                 max_event_bytes,
                 "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+            ));
+        }
+        let max_id_bytes = trim::within(
+            "max_id_bytes",
+            raw.max_id_bytes,
+            DEFAULT_MAX_NAME_BYTES,
+            16..=65536,
+        )?;
+        let max_tool_name_bytes = trim::within(
+            "max_tool_name_bytes",
+            raw.max_tool_name_bytes,
+            DEFAULT_MAX_NAME_BYTES,
+            16..=65536,
+        )?;
+        let legacy_record_ttl_ms = raw
+            .legacy_record_ttl_ms
+            .unwrap_or(DEFAULT_LEGACY_RECORD_TTL_MS);
+        if !(1000..=86_400_000).contains(&legacy_record_ttl_ms) {
+            return Err(ConfigError::out_of_range(
+                "legacy_record_ttl_ms",
+                legacy_record_ttl_ms,
+                "1000..=86400000 (milliseconds)",
+            ));
+        }
+        let marker_key = raw.marker_key.unwrap_or_default();
+        // Never quoted: it is a secret.
+        let printable = marker_key.bytes().all(|b| (b' '..=b'~').contains(&b));
+        let fits = (16..=1024).contains(&marker_key.len()) && printable;
+        if !marker_key.is_empty() && !fits {
+            return Err(ConfigError::new(
+                "marker_key",
+                "must be empty or 16-1024 characters of printable ASCII",
             ));
         }
         validate_tools(&raw.tools, "tools")?;
@@ -368,6 +454,10 @@ impl Settings {
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
             hold_headers,
+            max_id_bytes,
+            max_tool_name_bytes,
+            legacy_record_ttl_ms,
+            marker_key,
             trim,
             base,
             tools: raw.tools,
@@ -392,6 +482,15 @@ impl Settings {
         self.budget_anywhere
     }
 
+    /// How long the request parts the plugin keeps may be.
+    pub fn limits(&self) -> crate::mcp::Limits {
+        crate::mcp::Limits {
+            id: self.max_id_bytes,
+            tool: self.max_tool_name_bytes,
+            intent: self.trim.max_intent_bytes,
+        }
+    }
+
     /// True when some layer accepts agent queries: requests carry them,
     /// listings advertise the argument and requests lose it.
     pub fn queries_anywhere(&self) -> bool {
@@ -410,6 +509,23 @@ impl Settings {
     /// reach the server: the advertised intent and query arguments.
     pub fn stripped_arguments(&self) -> &[String] {
         &self.stripped_arguments
+    }
+
+    /// A name for a server scope that outlives a configuration reload
+    /// (which may reorder `servers[]`): `top`, or a hash of the matcher.
+    pub fn scope_label(&self, scope: ServerScope) -> String {
+        let Some(server) = scope.0.and_then(|i| self.servers.get(i)) else {
+            return "top".to_string();
+        };
+        let m = &server.matcher;
+        // FNV-1a over the matcher's fields: a stable name, not a secret.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for field in [&m.route, &m.cluster, &m.authority] {
+            for byte in field.as_deref().unwrap_or("\u{0}").bytes().chain([0xff]) {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        format!("{hash:016x}")
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.

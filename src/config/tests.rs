@@ -333,6 +333,78 @@ fn hold_headers_defaults_to_false_and_takes_a_boolean() {
     }
 }
 
+/// Every limit of issue 13: its default, both ends of its range accepted,
+/// one past each end refused with the field and the range.
+#[test]
+fn limits_default_and_refuse_past_their_ranges() {
+    let s = Settings::from_json("{}").unwrap();
+    assert_eq!(
+        (
+            s.max_id_bytes,
+            s.max_tool_name_bytes,
+            s.legacy_record_ttl_ms,
+            s.marker_key.as_str()
+        ),
+        (256, 256, 600_000, "")
+    );
+    assert_eq!(
+        (
+            s.trim.max_intent_bytes,
+            s.trim.max_reply_bytes,
+            s.trim.max_queued_bytes
+        ),
+        (512, 1024 * 1024, 512 * 1024)
+    );
+    let ranges: [(&str, &str, u64, u64); 6] = [
+        ("max_id_bytes", "", 16, 65536),
+        ("max_tool_name_bytes", "", 16, 65536),
+        ("legacy_record_ttl_ms", "", 1000, 86_400_000),
+        ("max_intent_bytes", "trim", 16, 4096),
+        ("max_reply_bytes", "trim", 1024, 268_435_456),
+        ("max_queued_bytes", "trim", 1024, 268_435_456),
+    ];
+    for (field, section, low, high) in ranges {
+        let json = |v: u64| {
+            if section.is_empty() {
+                format!(r#"{{"{field}":{v}}}"#)
+            } else {
+                format!(r#"{{"{section}":{{"{field}":{v}}}}}"#)
+            }
+        };
+        let path = if section.is_empty() {
+            field.to_string()
+        } else {
+            format!("{section}.{field}")
+        };
+        for ok in [low, high] {
+            assert!(Settings::from_json(&json(ok)).is_ok(), "{path} {ok}");
+        }
+        for bad in [low - 1, high + 1] {
+            let e = err(&json(bad));
+            assert_eq!(e.field, path);
+            assert!(e.message.contains(&format!("{low}..={high}")), "{e}");
+        }
+    }
+}
+
+#[test]
+fn the_marker_key_is_checked_and_never_shown() {
+    let at_least = "k".repeat(16);
+    let s = Settings::from_json(&format!(r#"{{"marker_key":"{at_least}"}}"#)).unwrap();
+    assert_eq!(s.marker_key, at_least);
+    assert!(!format!("{s:?}").contains(&at_least), "Debug redacts it");
+    for bad in [
+        format!(r#"{{"marker_key":"{}"}}"#, "hunter2-secret!"),
+        format!(r#"{{"marker_key":"{}"}}"#, "hunter2-secret\\n-long-enough"),
+        format!(r#"{{"marker_key":"{}"}}"#, "h".repeat(1025)),
+        r#"{"marker_key":{"hunter2-secret":1}}"#.to_string(),
+    ] {
+        let e = err(&bad);
+        assert_eq!(e.field, "marker_key", "{bad}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+}
+
 #[test]
 fn project_section_defaults_overrides_and_refusals() {
     let s = Settings::from_json("{}").unwrap();

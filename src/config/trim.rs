@@ -33,6 +33,9 @@ pub struct TrimSection {
     pub intent_argument: Option<String>,
     pub advertise_intent: Option<bool>,
     pub blocks: Option<TrimBlocks>,
+    pub max_intent_bytes: Option<u64>,
+    pub max_reply_bytes: Option<u64>,
+    pub max_queued_bytes: Option<u64>,
 }
 
 /// A tool or server layer's `trim`: only `enabled`.
@@ -57,6 +60,14 @@ pub struct TrimSettings {
     pub intent_argument: String,
     pub advertise_intent: bool,
     pub blocks: TrimBlocks,
+    /// A longer declared intent is not sent (`trim_intent_too_long`).
+    pub max_intent_bytes: usize,
+    /// A larger callout reply is not read (`trim_reply_too_large`).
+    pub max_reply_bytes: usize,
+    /// Bytes of an event stream — the event being trimmed and what follows
+    /// it — (or after a JSON body's value) that may wait for a callout;
+    /// past it the trim is given up (`trim_queue_full`).
+    pub max_queued_bytes: usize,
 }
 
 // The secret never reaches a log line, not even through `{:?}`.
@@ -82,6 +93,9 @@ impl std::fmt::Debug for TrimSettings {
             .field("intent_argument", &self.intent_argument)
             .field("advertise_intent", &self.advertise_intent)
             .field("blocks", &self.blocks)
+            .field("max_intent_bytes", &self.max_intent_bytes)
+            .field("max_reply_bytes", &self.max_reply_bytes)
+            .field("max_queued_bytes", &self.max_queued_bytes)
             .finish()
     }
 }
@@ -101,8 +115,43 @@ impl Default for TrimSettings {
             intent_argument: "expected_info".into(),
             advertise_intent: true,
             blocks: TrimBlocks::First,
+            max_intent_bytes: DEFAULT_MAX_INTENT_BYTES,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
         }
     }
+}
+
+/// An intent is one sentence; 512 bytes is a long one.
+pub const DEFAULT_MAX_INTENT_BYTES: usize = 512;
+/// A reply carries an extraction smaller than the block (at most
+/// `max_body_bytes`, 1 MiB by default) inside a JSON string.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 1024 * 1024;
+/// What may wait for a callout. It goes into the paused response's buffer
+/// at once when the reply comes, with the chunk that arrives then: half of
+/// Envoy's default `per_connection_buffer_limit_bytes` (1 MiB) leaves room
+/// for that chunk.
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 512 * 1024;
+const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// A byte limit within `allowed`, or the default when not given.
+pub(crate) fn within(
+    field: &str,
+    value: Option<u64>,
+    default: usize,
+    allowed: std::ops::RangeInclusive<u64>,
+) -> Result<usize, ConfigError> {
+    let Some(v) = value else {
+        return Ok(default);
+    };
+    if !allowed.contains(&v) {
+        return Err(ConfigError::out_of_range(
+            field,
+            v,
+            &format!("{}..={} (bytes)", allowed.start(), allowed.end()),
+        ));
+    }
+    Ok(usize::try_from(v).unwrap_or(usize::MAX))
 }
 
 impl TrimSection {
@@ -122,6 +171,24 @@ impl TrimSection {
             intent_argument: self.intent_argument.unwrap_or(d.intent_argument),
             advertise_intent: self.advertise_intent.unwrap_or(d.advertise_intent),
             blocks: self.blocks.unwrap_or(d.blocks),
+            max_intent_bytes: within(
+                "trim.max_intent_bytes",
+                self.max_intent_bytes,
+                d.max_intent_bytes,
+                16..=4096,
+            )?,
+            max_reply_bytes: within(
+                "trim.max_reply_bytes",
+                self.max_reply_bytes,
+                d.max_reply_bytes,
+                1024..=MAX_BYTES,
+            )?,
+            max_queued_bytes: within(
+                "trim.max_queued_bytes",
+                self.max_queued_bytes,
+                d.max_queued_bytes,
+                1024..=MAX_BYTES,
+            )?,
         };
         let token = |v: &str| {
             !v.is_empty()

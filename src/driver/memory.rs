@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::Driver;
 use crate::callout::{LlmReply, LlmRequest};
 use crate::host::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
-use crate::page::{PageHost, SharedMemory, StoreError};
+use crate::shared::{SessionStore, SharedMemory, Unstored};
 
 /// The host calls, for refusing some of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -268,6 +268,8 @@ impl MemoryHost {
                 (None, Vec::new())
             }
             LlmReply::NotSent => (None, Vec::new()),
+            // A body that large, for the driver to measure and not read.
+            LlmReply::TooLarge { status, bytes } => (Some(*status), vec![b' '; *bytes]),
         };
         let size = body.len();
         let headers = vec![("content-type".to_string(), content_type.to_string())];
@@ -503,15 +505,15 @@ impl Host for MemoryHost {
 
     fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
         self.check(Call::SharedGet)?;
-        Ok(self.shared.shared_get(key))
+        Ok(self.shared.get(key))
     }
 
     fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
         self.check(Call::SharedSet)?;
-        match self.shared.shared_set(key, value, cas) {
+        match self.shared.set(key, value, cas) {
             Ok(()) => Ok(()),
-            Err(StoreError::Conflict) => Err(HostError::CAS_MISMATCH),
-            Err(StoreError::Unavailable) => Err(REFUSED),
+            Err(Unstored::Changed) => Err(crate::host::CAS_MISMATCH),
+            Err(Unstored::Refused) => Err(REFUSED),
         }
     }
 

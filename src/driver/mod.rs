@@ -228,13 +228,14 @@ impl Driver {
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
         let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());
-        let plan = self.exchange.response_headers(ResponseHead {
+        let head = ResponseHead {
             status,
             content_type: content_type.as_deref(),
             content_encoding: content_encoding.as_deref(),
             content_length,
             end_of_stream,
-        });
+        };
+        let plan = self.exchange.response_headers(head, &mut Shared(host));
         let ResponsePlan::Rewrite { hold_headers } = plan else {
             return self.settle(host);
         };
@@ -297,7 +298,16 @@ impl Driver {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         };
         let reply = match status {
-            Some(status) => match read_reply(host, body_size) {
+            Some(status) if body_size == 0 => LlmReply::Response {
+                status,
+                body: Vec::new(),
+            },
+            // Not read: the VM would hold it whole.
+            Some(status) if body_size > self.exchange.max_reply_bytes() => LlmReply::TooLarge {
+                status,
+                bytes: body_size,
+            },
+            Some(status) => match host.body(Body::CalloutReply, 0, body_size) {
                 Ok(body) => LlmReply::Response { status, body },
                 // A reply it cannot read is a reply it did not get.
                 Err(_) => LlmReply::Failed {

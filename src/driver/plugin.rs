@@ -8,8 +8,8 @@ use super::{best_effort, HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::config::Settings;
 use crate::host::{Host, LogLevel};
 use crate::page::store::{Figures, Store};
-use crate::page::PageHost;
 use crate::report::{METRIC_PREFIX, STORE_GAUGES};
+use crate::shared::SessionStore;
 
 /// Every gauge the driver may set, for a host that defines them up front.
 pub fn all_gauges() -> Vec<String> {

@@ -1,10 +1,11 @@
-//! The host's shared data, time and random bytes as the core asks for
-//! them: the exchange's session records and the page store. Each refusal
-//! is acted on here, the way the core's callers expect.
+//! The host's shared data, clock and random bytes as the core asks for
+//! them ([`SessionStore`]): the exchange's session records, trim
+//! boundaries and marker tags, and the page store. The one implementation
+//! over [`Host`]; each refusal is acted on here, the way the core's callers
+//! expect.
 
-use crate::exchange::SessionStore;
-use crate::host::{Host, HostError, LogLevel};
-use crate::page::{PageHost, StoreError};
+use crate::host::{Host, HostError, LogLevel, CAS_MISMATCH};
+use crate::shared::{SessionStore, Unstored};
 
 /// A host seen as the core's shared store.
 pub(super) struct Shared<'a>(pub(super) &'a mut dyn Host);
@@ -18,39 +19,34 @@ impl Shared<'_> {
     }
 }
 
-impl PageHost for Shared<'_> {
+impl SessionStore for Shared<'_> {
     /// A value the host will not give back reads as absent: a page not
     /// held (the page tool says so), a record not found (the result's
     /// shape decides).
-    fn shared_get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
         self.0.shared_get(key).unwrap_or_else(|e| {
             self.refused("read", e);
             None
         })
     }
 
-    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), StoreError> {
+    fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored> {
         match self.0.shared_set(key, value, cas) {
             Ok(()) => Ok(()),
-            // Another stream wrote first: the store reads again and retries.
-            Err(HostError::CAS_MISMATCH) => Err(StoreError::Conflict),
+            // Another stream wrote first: the caller reads again and
+            // retries, or leaves that stream's value alone.
+            Err(CAS_MISMATCH) => Err(Unstored::Changed),
             Err(e) => {
+                // No page kept; a GET stream falls back to the result's shape.
                 self.refused("write", e);
-                Err(StoreError::Unavailable)
+                Err(Unstored::Refused)
             }
         }
     }
 
-    fn now_ms(&self) -> u64 {
-        self.0
-            .now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    }
-
-    /// No random bytes, no handle: the result is cut without pages.
-    fn random(&mut self, buf: &mut [u8]) -> bool {
-        match self.0.random(buf) {
+    /// No random bytes: trim fails open, results are cut without pages.
+    fn random(&mut self, out: &mut [u8]) -> bool {
+        match self.0.random(out) {
             Ok(()) => true,
             Err(e) => {
                 self.0.log(
@@ -61,15 +57,11 @@ impl PageHost for Shared<'_> {
             }
         }
     }
-}
 
-impl SessionStore for Shared<'_> {
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
-        self.shared_get(key).map(|(value, _)| value)
-    }
-
-    fn set(&mut self, key: &str, value: &[u8]) {
-        // Refused: the GET stream falls back to the result's shape (logged).
-        self.shared_set(key, value, 0).ok();
+    fn now_ms(&self) -> u64 {
+        self.0
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }

@@ -272,6 +272,42 @@ fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
     assert_eq!(host.sent(Direction::Request), CALL);
 }
 
+/// `trim.max_reply_bytes` at its boundary: a reply of exactly that size is
+/// read and used; one byte more is not read at all (issue 13).
+#[test]
+fn a_callout_reply_past_max_reply_bytes_is_not_read() {
+    let config = r#"{"trim":{"enabled":true,"threshold_bytes":10,"max_reply_bytes":2048}}"#;
+    for (size, used) in [(2048, true), (2049, false)] {
+        let mut reply = |r: &LlmRequest| {
+            let LlmReply::Response { status, mut body } = trimmed(r) else {
+                unreachable!()
+            };
+            body.resize(size, b' ');
+            LlmReply::Response { status, body }
+        };
+        let t = crate::sim::run(
+            settings(config),
+            CALL,
+            &[],
+            "application/json",
+            &table(),
+            &[],
+            &mut reply,
+        );
+        let trimmed = t
+            .report
+            .decisions
+            .iter()
+            .any(|d| d.outcome == Outcome::Trimmed);
+        assert_eq!(trimmed, used, "{size}");
+        assert_eq!(
+            reasons(&t).contains(&Reason::TrimReplyTooLarge),
+            !used,
+            "{size}"
+        );
+    }
+}
+
 /// Projection through the driver: the query argument never goes upstream
 /// (the intent, with trim off, does), and the client gets the operator's
 /// rule and then the query applied, with an exact `content-length`.

@@ -58,25 +58,29 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         self.phase = Phase::Done;
-        match pipeline::start(
+        let started = pipeline::start(
             &self.settings,
             self.scope,
             &self.request,
             body,
             &mut self.report,
-        ) {
-            Err(_) if one_chunk => self.unchanged_chunk(),
-            Err(original) => self.final_body(Output::Unchanged(original), None, after),
-            Ok(job) => match job.callout().cloned() {
-                // Everything waits for the reply, which sends the body.
-                Some(request) => {
-                    self.job = Some((job, after));
-                    Step::swallow(Flow::Pause).with_callout(request)
-                }
-                None => match self.finish_job(job, None, sessions) {
-                    (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
-                    (out, original) => self.final_body(out, original, after),
-                },
+            &mut |out| sessions.random(out),
+        );
+        let job = match started {
+            Err(_) if one_chunk => return self.unchanged_chunk(),
+            Err(original) => return self.final_body(Output::Unchanged(original), None, after),
+            Ok(job) => job,
+        };
+        self.learn(job.listed(), sessions);
+        match job.callout().cloned() {
+            // Everything waits for the reply, which sends the body.
+            Some(request) => {
+                self.job = Some((job, after));
+                Step::swallow(Flow::Pause).with_callout(request)
+            }
+            None => match self.finish_job(job, None, sessions) {
+                (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
+                (out, original) => self.final_body(out, original, after),
             },
         }
     }

@@ -15,16 +15,19 @@
 //!   requests arrive as POSTs on other streams ([`session`]).
 
 mod collect;
+mod declared;
 mod json;
 mod paging;
 mod request;
 mod session;
 mod stream;
+#[cfg(test)]
+pub(crate) mod test_store;
 
 use std::sync::Arc;
 
+pub use crate::shared::{NoSessions, SessionStore, Unstored};
 use collect::Collected;
-pub use session::{NoSessions, SessionStore};
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
@@ -219,6 +222,8 @@ pub struct Exchange {
     /// The 2024-11-05 session: from a POST's query, or a GET stream's
     /// `endpoint` event.
     session: Option<String>,
+    /// A 2024-11-05 POST's calls, recorded once the server accepts it.
+    legacy_pending: Vec<session::Record>,
     /// The request body while it is read.
     request_body: Collected,
     /// The JSON response body while it is collected.
@@ -262,6 +267,7 @@ impl Exchange {
             request: RequestInfo::default(),
             legacy: false,
             session: None,
+            legacy_pending: Vec::new(),
             request_body: Collected::default(),
             response_body: Collected::default(),
             request_body_fixed: false,
@@ -287,19 +293,27 @@ impl Exchange {
         self.phase = Phase::Done;
     }
 
-    pub fn response_headers(&mut self, head: ResponseHead<'_>) -> ResponsePlan {
+    pub fn response_headers(
+        &mut self,
+        head: ResponseHead<'_>,
+        sessions: &mut dyn SessionStore,
+    ) -> ResponsePlan {
+        if self.session.is_some() && head.status == Some(202) {
+            // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
+            // GET stream and is decided (and counted) there. Only now, with
+            // the server's consent, are its calls recorded.
+            self.accepted(sessions);
+            self.phase = Phase::Done;
+            return ResponsePlan::Pass;
+        }
+        // Any other answer: the server did not take the calls.
+        self.legacy_pending.clear();
         if self.phase != Phase::Interested {
             self.phase = Phase::Done;
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
         self.limit = self.response_limit();
-        if self.session.is_some() && head.status == Some(202) {
-            // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
-            // GET stream and is decided (and counted) there.
-            self.phase = Phase::Done;
-            return ResponsePlan::Pass;
-        }
         // A legacy GET stream carries only events.
         let readable =
             media == "text/event-stream" || (media == "application/json" && !self.legacy);
@@ -376,9 +390,19 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         if let Some((_, after)) = self.job.as_mut() {
-            // Bytes after the value, while its callout runs: they follow it.
+            // Bytes after the value, while its callout runs: they follow it,
+            // up to `trim.max_queued_bytes`; past it the value goes on
+            // without its callout.
             after.extend_from_slice(chunk);
-            return Step::swallow(Flow::Pause);
+            if after.len() <= self.settings.trim.max_queued_bytes {
+                return Step::swallow(Flow::Pause);
+            }
+            let Some((mut job, after)) = self.job.take() else {
+                return Step::swallow(Flow::Pause);
+            };
+            job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+            let (out, original) = self.finish_job(job, None, sessions);
+            return self.final_body(out, original, after);
         }
         match self.phase {
             Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
@@ -447,6 +471,11 @@ impl Exchange {
         };
         self.phase = Phase::Done;
         held
+    }
+
+    /// The largest callout reply the core reads (`trim.max_reply_bytes`).
+    pub fn max_reply_bytes(&self) -> usize {
+        self.settings.trim.max_reply_bytes
     }
 
     /// The response's `content-length` as the server announced it.
@@ -531,5 +560,7 @@ pub fn media_type(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::Reason;
+use crate::report::Decision;
 
 impl Exchange {
     /// Streamable HTTP: every client message is a POST with a JSON body.
@@ -132,8 +133,8 @@ impl Exchange {
     }
 
     /// The complete request body; returns the body to send upstream if it
-    /// changed (the intent and query arguments taken out of `tools/call`
-    /// arguments).
+    /// changed (the plugin's arguments taken out of `tools/call` arguments:
+    /// see [`Exchange::strip_arguments`]).
     fn request_complete(
         &mut self,
         body: &[u8],
@@ -146,28 +147,53 @@ impl Exchange {
                 .queries_anywhere()
                 .then_some(s.project.query_argument.as_str()),
         };
-        let Some(info) = RequestInfo::parse_declared(body, declared) else {
+        let Some(info) = RequestInfo::read(body, declared, &s.limits()) else {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
+        for reason in &info.skipped {
+            self.report.push(Decision::response(*reason));
+        }
         let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
-            std::str::from_utf8(body)
-                .ok()
-                .and_then(|text| crate::intent::strip(text, self.settings.stripped_arguments()))
-                .map(String::into_bytes)
+            self.strip_arguments(body, sessions)
         } else {
             None
         };
-        self.remember_calls(&info, sessions);
+        self.note_calls(&info);
         let wanted = info.has_method(mcp::TOOLS_CALL)
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if wanted {
             self.request = info;
             self.phase = Phase::Interested;
-        } else {
+        } else if info.skipped.is_empty() {
             self.pass_through(Reason::NotToolsCall);
+        } else {
+            // The calls past a limit are counted already.
+            self.phase = Phase::Done;
         }
         rewritten
+    }
+
+    /// The body without the plugin's arguments
+    /// ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)):
+    /// the query from every call, the intent from the calls whose tool
+    /// trims (its resolved policy) and that no listing showed declaring an
+    /// argument of that name itself (issue 13: there it is the tool's).
+    fn strip_arguments(&self, body: &[u8], sessions: &dyn SessionStore) -> Option<Vec<u8>> {
+        let s = &self.settings;
+        let intent = s.trim.intent_argument.as_str();
+        let declared = self.declared(sessions);
+        let strips = |tool: Option<&str>, arg: &str| {
+            if arg != intent {
+                return true;
+            }
+            let own = tool
+                .and_then(|t| declared.get(t))
+                .is_some_and(|args| args.iter().any(|a| a == arg));
+            s.policy(self.scope, tool).trim && !own
+        };
+        let text = std::str::from_utf8(body).ok()?;
+        crate::intent::strip(text, s.stripped_arguments(), &strips).map(String::into_bytes)
     }
 
     /// The response began before the request body ended. A server may

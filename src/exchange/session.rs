@@ -6,43 +6,50 @@
 //! `message` events on the GET stream.
 //!
 //! The POST and the GET are different streams, so a response on the GET
-//! stream is paired with its request through a store the host shares
-//! between streams (proxy-wasm shared data): each POST records, per
-//! JSON-RPC id, the method, tool and intent; the GET stream reads and clears
-//! the record when the response passes. Where no record is found (another
-//! proxy saw the POST, or the host shares nothing), a `result` with a
-//! `content` array is recognised as a tool result by its shape and the
-//! top-level settings apply.
+//! stream is paired with its request through records the host shares
+//! between streams (proxy-wasm shared data): once the server accepted a
+//! POST (its `202`), each of its calls is recorded — session, JSON-RPC id,
+//! method, tool, intent — and the GET stream reads and clears the record
+//! when the response passes. Where no record is found (another proxy saw
+//! the POST, or the host shares nothing), a `result` with a `content` array
+//! is recognised as a tool result by its shape and the top-level settings
+//! apply.
+//!
+//! Shared data lives outside the VM's memory limit and is written by every
+//! client, so the records are bounded and guarded:
+//! - a fixed number of slots ([`SLOTS`]): proxy-wasm (ABI 0.2.1) cannot
+//!   delete a key, only empty it, so a key per call would grow the host's
+//!   memory with every call ever made;
+//! - a record's fields are within the request limits (`max_id_bytes`,
+//!   `max_tool_name_bytes`, `trim.max_intent_bytes`; a session is at most
+//!   128 bytes), and nothing is written for a POST the server did not
+//!   accept;
+//! - a slot is chosen by HMAC-SHA256 (RFC 2104) under a key drawn from the
+//!   host's randomness once per process, so no client can aim at another
+//!   session's slot;
+//! - a slot is written by compare-and-swap, only when it is empty, expired
+//!   (`legacy_record_ttl_ms`) or holds another call of the same session: a
+//!   live record of another session (or of the same call) is never
+//!   replaced, and the new call falls back to its shape, counted
+//!   `legacy_slot_busy`.
+//!
+//! What no gateway can fix: whoever holds a session id is that session to
+//! the server too (the 2024-11-05 transport has no other credential), so a
+//! client that learnt another's session id can send calls in it.
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use super::Exchange;
 use crate::mcp::{self, Call, RequestInfo};
-use crate::page::PageHost;
+use crate::outcome::Reason;
+use crate::report::Decision;
+use crate::shared::{SessionStore, Unstored};
 
-/// A key-value store shared by all streams of the host (its page-store
-/// calls, [`PageHost`], default to "none").
-pub trait SessionStore: PageHost {
-    fn get(&self, key: &str) -> Option<Vec<u8>>;
-    /// Stores `value`; an empty value clears the key.
-    fn set(&mut self, key: &str, value: &[u8]);
-}
-
-/// For hosts without shared state: legacy streams fall back to shapes.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoSessions;
-
-impl PageHost for NoSessions {}
-
-impl SessionStore for NoSessions {
-    fn get(&self, _key: &str) -> Option<Vec<u8>> {
-        None
-    }
-    fn set(&mut self, _key: &str, _value: &[u8]) {}
-}
-
-#[derive(Serialize, Deserialize)]
-struct Record {
+/// One recorded call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Record {
     /// Session and JSON-RPC id: a slot is shared, so a reader checks both.
     s: String,
     id: String,
@@ -53,24 +60,85 @@ struct Record {
     i: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     q: Option<String>,
+    /// The intent was past its limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    l: bool,
+    /// Unix milliseconds after which another session may take the slot.
+    exp: u64,
 }
 
-/// Records live in a fixed number of slots. Proxy-wasm (ABI 0.2.1) cannot
-/// delete a shared-data key, only empty it, so a key per session and id
-/// would leave one key in the host's memory for every call ever made.
-/// Two calls in flight on the same slot: the later overwrites the earlier,
-/// whose result then falls back to its shape (server-level settings) —
-/// never to another call's tool.
-const SLOTS: u32 = 4096;
+/// Slots of records. Two calls in flight on one slot: the later one falls
+/// back to its shape (server-level settings) — never to another call's
+/// tool or intent.
+pub const SLOTS: u32 = 4096;
+/// The shared-data key of the slot hash's key.
+const HASH_KEY: &str = "mcp_toon.legacy.key";
+const HASH_KEY_BYTES: usize = 16;
 
-fn key(session: &str, id: &str) -> String {
-    // FNV-1a: deterministic on every worker (the slot is found again by
-    // another VM), and cheap.
-    let mut hash: u32 = 0x811c_9dc5;
-    for byte in session.bytes().chain([0]).chain(id.bytes()) {
-        hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+/// The key of the slot hash: made from the host's randomness by the first
+/// stream that records a call, and shared by every VM of the process (a
+/// GET stream on another worker must find the slot again). Two first
+/// writers racing both write; the later key stands, and a call recorded
+/// under the earlier one falls back to its shape.
+fn hash_key(sessions: &mut dyn SessionStore, create: bool) -> Option<Vec<u8>> {
+    let stored = sessions.get(HASH_KEY);
+    if let Some((key, _)) = &stored {
+        if key.len() == HASH_KEY_BYTES {
+            return stored.map(|(key, _)| key);
+        }
     }
-    format!("mcp_toon.legacy.{}", hash % SLOTS)
+    if !create {
+        return None;
+    }
+    let mut key = [0u8; HASH_KEY_BYTES];
+    if !sessions.random(&mut key) {
+        return None;
+    }
+    let cas = stored.map_or(0, |(_, cas)| cas);
+    sessions.set(HASH_KEY, &key, cas).ok();
+    sessions
+        .get(HASH_KEY)
+        .map(|(key, _)| key)
+        .filter(|key| key.len() == HASH_KEY_BYTES)
+}
+
+fn slot(key: &[u8], session: &str, id: &str) -> Option<String> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+    mac.update(session.as_bytes());
+    mac.update(&[0]);
+    mac.update(id.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    let mut first = [0u8; 4];
+    first.copy_from_slice(digest.get(..4)?);
+    Some(format!(
+        "mcp_toon.legacy.{}",
+        u32::from_le_bytes(first) % SLOTS
+    ))
+}
+
+/// Writes `record` into its slot unless a live record of another session,
+/// or of the same call, holds it.
+fn claim(sessions: &mut dyn SessionStore, slot: &str, record: &Record, now: u64) -> bool {
+    let Ok(value) = serde_json::to_vec(record) else {
+        return false;
+    };
+    // A write between our read and our write (another worker) sends us
+    // round again; three rounds settle any real contention.
+    for _ in 0..3 {
+        let (held, cas) = sessions.get(slot).unwrap_or_default();
+        if let Ok(h) = serde_json::from_slice::<Record>(&held) {
+            let live = h.exp > now;
+            if live && (h.s != record.s || h.id == record.id) {
+                return false;
+            }
+        }
+        match sessions.set(slot, &value, cas) {
+            Ok(()) => return true,
+            Err(Unstored::Changed) => continue,
+            Err(Unstored::Refused) => return false,
+        }
+    }
+    false
 }
 
 /// The session named in a URL's query (`session_id` or `sessionId`).
@@ -94,24 +162,50 @@ impl Exchange {
         self.session = session_in(path);
     }
 
-    /// A POST of a 2024-11-05 session: leave each call where the GET stream
-    /// will look for it.
-    pub(super) fn remember_calls(&self, info: &RequestInfo, sessions: &mut dyn SessionStore) {
+    /// A POST of a 2024-11-05 session: the calls to record once the server
+    /// accepts it.
+    pub(super) fn note_calls(&mut self, info: &RequestInfo) {
         let Some(session) = &self.session else { return };
-        for call in &info.calls {
-            if call.method != mcp::TOOLS_CALL && call.method != mcp::TOOLS_LIST {
-                continue;
-            }
-            let record = Record {
+        self.legacy_pending = info
+            .calls
+            .iter()
+            .filter(|c| c.method == mcp::TOOLS_CALL || c.method == mcp::TOOLS_LIST)
+            .map(|c| Record {
                 s: session.clone(),
-                id: call.id.clone(),
-                m: call.method.clone(),
-                t: call.tool.clone(),
-                i: call.intent.clone(),
-                q: call.query.clone(),
+                id: c.id.clone(),
+                m: c.method.clone(),
+                t: c.tool.clone(),
+                i: c.intent.clone(),
+                q: c.query
+                    .clone()
+                    .filter(|q| q.len() <= self.settings.project.max_query_bytes),
+                l: c.intent_too_long,
+                exp: 0,
+            })
+            .collect();
+    }
+
+    /// The server accepted the POST (`202`): each noted call goes where the
+    /// GET stream will look for it.
+    pub(super) fn accepted(&mut self, sessions: &mut dyn SessionStore) {
+        let pending = std::mem::take(&mut self.legacy_pending);
+        if pending.is_empty() {
+            return;
+        }
+        // No key (a host without randomness or shared data): the results
+        // are recognised by their shape.
+        let Some(key) = hash_key(sessions, true) else {
+            return;
+        };
+        let now = sessions.now_ms();
+        let exp = now.saturating_add(self.settings.legacy_record_ttl_ms);
+        for mut record in pending {
+            record.exp = exp;
+            let Some(slot) = slot(&key, &record.s, &record.id) else {
+                continue;
             };
-            if let Ok(value) = serde_json::to_vec(&record) {
-                sessions.set(&key(session, &call.id), &value);
+            if !claim(sessions, &slot, &record, now) {
+                self.report.push(Decision::response(Reason::LegacySlotBusy));
             }
         }
     }
@@ -124,31 +218,38 @@ impl Exchange {
     }
 
     /// The requests the messages of one legacy event answer: recorded ones,
-    /// else tool results recognised by shape.
+    /// else tool results recognised by shape. An id past `max_id_bytes` is
+    /// not followed: its copies would go into every block and decision.
     pub(super) fn legacy_requests(
-        &self,
+        &mut self,
         data: &str,
         sessions: &mut dyn SessionStore,
     ) -> RequestInfo {
-        let mut calls = Vec::new();
+        let mut info = RequestInfo::default();
+        let key = self
+            .session
+            .is_some()
+            .then(|| hash_key(sessions, false))
+            .flatten();
+        let now = sessions.now_ms();
         for message in mcp::parse_messages(data).unwrap_or_default() {
             let Some(id) = message.id else { continue };
-            let recorded = self.session.as_deref().and_then(|s| {
-                let k = key(s, &id);
-                let value = sessions.get(&k).filter(|v| !v.is_empty())?;
-                let record = serde_json::from_slice::<Record>(&value)
-                    .ok()
-                    .filter(|r| r.s == s && r.id == id)?;
-                sessions.set(&k, b"");
-                Some(record)
-            });
+            if id.len() > self.settings.max_id_bytes {
+                self.report.push(Decision::response(Reason::IdTooLong));
+                continue;
+            }
+            let recorded = match (&self.session, &key) {
+                (Some(s), Some(k)) => take(sessions, k, s, &id, now),
+                _ => None,
+            };
             match recorded {
-                Some(r) => calls.push(Call {
+                Some(r) => info.calls.push(Call {
                     id,
                     method: r.m,
                     tool: r.t,
                     intent: r.i,
                     arguments: None,
+                    intent_too_long: r.l,
                     query: r.q,
                 }),
                 None if message
@@ -156,121 +257,38 @@ impl Exchange {
                     .and_then(mcp::tool_result)
                     .is_some_and(|r| r.content.is_some()) =>
                 {
-                    calls.push(Call {
+                    info.calls.push(Call {
                         id,
                         method: mcp::TOOLS_CALL.to_string(),
-                        tool: None,
-                        intent: None,
-                        arguments: None,
-                        query: None,
+                        ..Call::default()
                     })
                 }
                 None => {}
             }
         }
-        RequestInfo { calls }
+        info
     }
+}
+
+/// The record of `(session, id)`, cleared once read; `None` when its slot
+/// holds another call's record or an expired one.
+fn take(
+    sessions: &mut dyn SessionStore,
+    key: &[u8],
+    session: &str,
+    id: &str,
+    now: u64,
+) -> Option<Record> {
+    let slot = slot(key, session, id)?;
+    let (value, cas) = sessions.get(&slot).filter(|(v, _)| !v.is_empty())?;
+    let record = serde_json::from_slice::<Record>(&value)
+        .ok()
+        .filter(|r| r.s == session && r.id == id && r.exp > now)?;
+    // Changed since (the same session's next call took the slot): that
+    // record stays for its own result.
+    sessions.set(&slot, b"", cas).ok();
+    Some(record)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_from_either_sdk_spelling() {
-        assert_eq!(
-            session_in("/messages/?session_id=ab12cd").as_deref(),
-            Some("ab12cd")
-        );
-        assert_eq!(
-            session_in("/messages?x=1&sessionId=9f-8e").as_deref(),
-            Some("9f-8e")
-        );
-        assert_eq!(session_in("/mcp"), None);
-        assert_eq!(session_in("/messages?session_id="), None);
-        assert_eq!(session_in("/messages?session_id=a b"), None);
-    }
-
-    #[test]
-    fn records_stay_within_a_fixed_number_of_keys() {
-        let mut keys = std::collections::HashSet::new();
-        for session in 0..50 {
-            for id in 0..1000 {
-                keys.insert(key(&format!("session{session}"), &id.to_string()));
-            }
-        }
-        assert!(keys.len() <= SLOTS as usize, "{}", keys.len());
-        // Spread over the slots, not piled on a few.
-        assert!(keys.len() > SLOTS as usize * 9 / 10, "{}", keys.len());
-    }
-}
-
-#[cfg(test)]
-mod slot_tests {
-    use std::collections::HashMap;
-
-    use super::*;
-    use crate::mcp::RequestInfo;
-
-    #[derive(Default)]
-    struct Store(HashMap<String, Vec<u8>>);
-
-    impl crate::page::PageHost for Store {}
-
-    impl SessionStore for Store {
-        fn get(&self, key: &str) -> Option<Vec<u8>> {
-            self.0.get(key).cloned()
-        }
-        fn set(&mut self, key: &str, value: &[u8]) {
-            self.0.insert(key.to_string(), value.to_vec());
-        }
-    }
-
-    /// Two (session, id) pairs that share a slot.
-    fn colliding() -> ((String, String), (String, String)) {
-        let first = ("s0".to_string(), "1".to_string());
-        let slot = key(&first.0, &first.1);
-        for n in 1.. {
-            let other = (format!("s{n}"), "1".to_string());
-            if key(&other.0, &other.1) == slot {
-                return (first, other);
-            }
-        }
-        unreachable!()
-    }
-
-    fn exchange_in(session: &str) -> Exchange {
-        let settings = std::sync::Arc::new(crate::config::Settings::from_json("{}").unwrap());
-        let mut e = Exchange::new(settings);
-        e.session = Some(session.to_string());
-        e
-    }
-
-    fn post(store: &mut Store, session: &str, id: &str, tool: &str) {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#
-        );
-        let info = RequestInfo::parse_with_intent(body.as_bytes(), None).unwrap();
-        exchange_in(session).remember_calls(&info, store);
-    }
-
-    const RESULT: &str =
-        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}"#;
-
-    #[test]
-    fn a_record_overwritten_in_its_slot_is_never_read_as_another_call() {
-        let ((s1, id1), (s2, id2)) = colliding();
-        let mut store = Store::default();
-        post(&mut store, &s1, &id1, "first_tool");
-        post(&mut store, &s2, &id2, "second_tool");
-        assert_eq!(store.0.len(), 1, "one slot");
-        // The first session's result: its record was overwritten, so the
-        // shape decides (no tool), not the other session's record.
-        let calls = exchange_in(&s1).legacy_requests(RESULT, &mut store).calls;
-        assert_eq!(calls.len(), 1);
-        assert_eq!(calls[0].tool, None);
-        // The record that is there still serves its own call.
-        let calls = exchange_in(&s2).legacy_requests(RESULT, &mut store).calls;
-        assert_eq!(calls[0].tool.as_deref(), Some("second_tool"));
-    }
-}
+mod tests;

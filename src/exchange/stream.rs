@@ -5,7 +5,14 @@
 //! trim needs a callout holds back what follows it: the stream waits
 //! ([`Flow::Pause`]), later chunks queue here, and the reply's step sends
 //! the rewritten event and everything queued behind it at once — whether or
-//! not more upstream bytes ever come.
+//! not more upstream bytes ever come. The event and the queue together
+//! hold at most `trim.max_queued_bytes`: past it the event goes on without
+//! its callout (`trim_queue_full`), followed by the queue; an event larger
+//! than that gets no callout at all. Why both count: while the stream
+//! waits, the host buffers the response, and Envoy resets a response whose
+//! buffer passes the listener's `per_connection_buffer_limit_bytes`
+//! (`response_payload_too_large`, headers already sent) — everything held
+//! goes into that buffer at once when the wait ends, so it must fit.
 
 use std::collections::VecDeque;
 
@@ -39,8 +46,18 @@ impl SseState {
         }
     }
 
+    fn queued_bytes(&self) -> usize {
+        self.queue.iter().map(|u| u.bytes().len()).sum()
+    }
+
+    /// What waits for the callout: its event and the queue behind it.
+    fn behind_callout(&self) -> usize {
+        let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
+        pending + self.queued_bytes()
+    }
+
     pub(super) fn held_bytes(&self) -> usize {
-        let queued: usize = self.queue.iter().map(|u| u.bytes().len()).sum();
+        let queued = self.queued_bytes();
         let pending = self.pending.as_ref().map_or(0, |(e, _)| e.raw().len());
         self.framer.held_bytes() + queued + pending
     }
@@ -115,7 +132,14 @@ impl Exchange {
             units.extend(state.framer.finish());
         }
         state.queue.extend(units);
-        self.drain(Sent::default(), Some(chunk), sessions)
+        let mut sent = Sent::default();
+        let over = state.behind_callout() > self.settings.trim.max_queued_bytes;
+        if let Some((event, mut job)) = state.pending.take_if(|_| over) {
+            job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+            let (out, _) = self.finish_job(job, None, sessions);
+            sent.event(with_output(event, out));
+        }
+        self.drain(sent, Some(chunk), sessions)
     }
 
     pub(super) fn stream_reply(
@@ -158,6 +182,16 @@ impl Exchange {
                 }
                 Unit::Event(event) => match self.event(event, sessions) {
                     EventPlan::Ready(bytes, was) => sent.event((bytes, was)),
+                    // Larger than what may wait: held until the reply, it
+                    // could not go out at once (see the module docs).
+                    EventPlan::Callout(pending)
+                        if pending.0.raw().len() > self.settings.trim.max_queued_bytes =>
+                    {
+                        let (event, mut job) = *pending;
+                        job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+                        let (out, _) = self.finish_job(job, None, sessions);
+                        sent.event(with_output(event, out));
+                    }
                     EventPlan::Callout(pending) => {
                         callout = pending.1.callout().cloned();
                         if let Some(state) = self.stream.as_mut() {
@@ -225,10 +259,12 @@ impl Exchange {
             request,
             data.as_bytes().to_vec(),
             &mut self.report,
+            &mut |out| sessions.random(out),
         );
         let Ok(job) = job else {
             return EventPlan::Ready(event.into_raw(), None);
         };
+        self.learn(job.listed(), sessions);
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }

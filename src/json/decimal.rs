@@ -9,7 +9,7 @@
 /// the value is `(-1)^negative × 0.digits × 10^exponent`. Zero has no digits
 /// but keeps its sign, since `-0` and `0` are different JSON texts that some
 /// decoders (JavaScript among them) keep apart.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Decimal {
     negative: bool,
     digits: Vec<u8>,

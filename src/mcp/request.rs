@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 
 use super::{id_key, messages, TOOLS_CALL};
 use crate::json::object;
+use crate::outcome::Reason;
 
 /// One request (not a notification: those have no id and no response).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub struct Call {
     /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
     /// carries them to call the tool again.
     pub arguments: Option<String>,
+    /// An intent was declared but is longer than the limit: none is used.
+    pub intent_too_long: bool,
     /// The agent's JMESPath query of a `tools/call` (the project stage).
     pub query: Option<String>,
 }
@@ -39,6 +42,29 @@ pub struct Declared<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     pub calls: Vec<Call>,
+    /// Requests the body carries that are not followed, and why (an id or
+    /// tool name past its limit): their responses pass unchanged.
+    pub skipped: Vec<Reason>,
+}
+
+/// How long the parts of a request the plugin keeps may be. A client
+/// chooses them, and each block and decision of the response carries a
+/// copy of the id and the tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the id's JSON text.
+    pub id: usize,
+    pub tool: usize,
+    pub intent: usize,
+}
+
+impl Limits {
+    /// No limit (tests and the CLI's own captures).
+    pub const NONE: Limits = Limits {
+        id: usize::MAX,
+        tool: usize::MAX,
+        intent: usize::MAX,
+    };
 }
 
 /// [`RequestInfo::index`]: the calls of a request by id.
@@ -92,13 +118,27 @@ impl RequestInfo {
     /// Like [`RequestInfo::parse`], also reading each call's declared
     /// intent and query from the arguments `declared` names.
     pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
+        Self::read(body, declared, &Limits::NONE)
+    }
+
+    /// Like [`RequestInfo::parse_declared`], following only the calls whose
+    /// id and tool name are within `limits`.
+    pub fn read(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
-        let mut calls = Vec::new();
+        let mut info = RequestInfo::default();
         // A message that is no object, or has a field twice, is not
         // understood: the body is left alone (crate::json::object).
         for raw in messages(text)? {
             let req: RawRequest = object(raw)?;
-            let (Some(id), Some(method)) = (req.id.and_then(id_key), req.method) else {
+            let (Some(raw_id), Some(method)) = (req.id, req.method) else {
+                continue;
+            };
+            // Measured before the canonical copy is made.
+            if raw_id.get().len() > limits.id {
+                info.skipped.push(Reason::IdTooLong);
+                continue;
+            }
+            let Some(id) = id_key(raw_id).filter(|id| id.len() <= limits.id) else {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
@@ -124,16 +164,22 @@ impl RequestInfo {
                 }
                 _ => (None, None, None, None),
             };
-            calls.push(Call {
+            if tool.as_ref().is_some_and(|t| t.len() > limits.tool) {
+                info.skipped.push(Reason::ToolNameTooLong);
+                continue;
+            }
+            let intent_too_long = intent.as_ref().is_some_and(|i| i.len() > limits.intent);
+            info.calls.push(Call {
                 id,
                 method: method.into_owned(),
                 tool,
-                intent,
+                intent: intent.filter(|_| !intent_too_long),
                 arguments,
+                intent_too_long,
                 query,
             });
         }
-        Some(RequestInfo { calls })
+        Some(info)
     }
 
     /// The calls by id, for answering many lookups: a batch of `n`
@@ -174,6 +220,7 @@ mod tests {
                 tool: Some("rows".into()),
                 intent: None,
                 arguments: Some("{}".into()),
+                intent_too_long: false,
                 query: None,
             }]
         );
@@ -228,5 +275,74 @@ mod tests {
         assert_eq!(RequestInfo::parse(tool).unwrap().calls[0].tool, None);
         let response = r#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#;
         assert!(crate::mcp::parse_messages(response).is_none());
+    }
+
+    #[test]
+    fn ids_tool_names_and_intents_past_their_limits() {
+        let limits = Limits {
+            id: 16,
+            tool: 16,
+            intent: 16,
+        };
+        let call = |id: &str, tool: &str, intent: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"i":"{intent}"}}}}}}"#
+            )
+        };
+        // At the limit: followed.
+        let id16 = format!("\"{}\"", "a".repeat(14));
+        let at = call(&id16, &"t".repeat(16), &"x".repeat(16));
+        let r = RequestInfo::read(
+            at.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(r.skipped, vec![]);
+        assert_eq!(r.calls[0].id, id16);
+        assert_eq!(r.calls[0].intent.as_deref(), Some("x".repeat(16).as_str()));
+        // One byte past: the call is skipped (id, tool) or its intent is
+        // not used.
+        let id17 = format!("\"{}\"", "a".repeat(15));
+        let past_id = call(&id17, "t", "x");
+        let r = RequestInfo::read(
+            past_id.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
+        assert_eq!((r.calls.len(), r.skipped), (0, vec![Reason::IdTooLong]));
+        let past_tool = call("1", &"t".repeat(17), "x");
+        let r = RequestInfo::read(
+            past_tool.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(
+            (r.calls.len(), r.skipped),
+            (0, vec![Reason::ToolNameTooLong])
+        );
+        let past_intent = call("1", "t", &"x".repeat(17));
+        let r = RequestInfo::read(
+            past_intent.as_bytes(),
+            Declared {
+                intent: Some("i"),
+                query: None,
+            },
+            &limits,
+        )
+        .unwrap();
+        assert_eq!(r.calls[0].intent, None);
+        assert!(r.calls[0].intent_too_long);
     }
 }

@@ -59,6 +59,10 @@ pub struct ToolResult<'a> {
     pub content: Option<Vec<&'a RawValue>>,
     #[serde(rename = "isError", default)]
     pub is_error: Option<bool>,
+    /// Present (and not `null`): the result's structured form (MCP
+    /// 2025-06-18), which a changed `content` must not contradict.
+    #[serde(rename = "structuredContent", borrow, default)]
+    pub structured_content: Option<&'a RawValue>,
 }
 
 /// Reads a `CallToolResult` from a `result` span.

@@ -8,8 +8,9 @@ use sha2::{Digest, Sha256};
 
 use super::handle::{Call, Handle, NOT_STORED};
 use super::store::{Figures, Kept, NotKept, Store};
-use super::{tools, PageHost};
+use super::tools;
 use crate::config::{Budget, PagingSettings, Policy, Reissue};
+use crate::shared::SessionStore;
 use crate::stage::budget::{self, notice, Item, NoPlan, Plan};
 use crate::stage::clean::Framing;
 
@@ -56,7 +57,7 @@ pub fn digest(items: &[Item<'_>], budget: Budget) -> [u8; 12] {
     out
 }
 
-fn now_s<H: PageHost + ?Sized>(host: &H) -> u32 {
+fn now_s<H: SessionStore + ?Sized>(host: &H) -> u32 {
     u32::try_from(host.now_ms() / 1000).unwrap_or(u32::MAX)
 }
 
@@ -78,7 +79,7 @@ fn reserve(items: &[Item<'_>], budget: Budget, tool: &str, handle_len: Option<us
 /// Cuts `items` (the text items of one result, `indexes` their places in
 /// `content[]`) to `policy`'s budget. `None` when there is no budget or the
 /// result fits (or the budget cannot hold a notice: then it passes whole).
-pub fn cut<H: PageHost + ?Sized>(
+pub fn cut<H: SessionStore + ?Sized>(
     items: &[Item<'_>],
     indexes: &[usize],
     policy: &Policy,

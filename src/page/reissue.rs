@@ -89,9 +89,14 @@ impl Reissue {
             .and_then(|r| r.calls.into_iter().next())
             .and_then(|c| c.query);
         // The handle signs the arguments as the agent sent them; the
-        // gateway's own (intent, query) never reach the server, as on the
-        // original call.
-        let body = crate::intent::strip(&body, s.stripped_arguments()).unwrap_or(body);
+        // gateway's own never reach the server, as on the original call:
+        // the query always, the intent where the tool trims. (A tool whose
+        // listing declares an argument named like the intent keeps it on
+        // the original call; the re-issued call cannot see that listing,
+        // so a changed result is caught by the digest, never mixed.)
+        let intent = s.trim.intent_argument.as_str();
+        let strips = |tool: Option<&str>, arg: &str| arg != intent || s.policy(cx.scope, tool).trim;
+        let body = crate::intent::strip(&body, s.stripped_arguments(), &strips).unwrap_or(body);
         let mut headers = vec![
             (":method".to_string(), "POST".to_string()),
             (":path".to_string(), cx.path.to_string()),

@@ -13,11 +13,12 @@ use serde_json::value::RawValue;
 use super::handle::{Handle, Refused};
 use super::reissue::Reissue;
 use super::store::{Miss, Store};
-use super::{tool_result, tools, Framing, LocalReply, PageHost};
+use super::{tool_result, tools, Framing, LocalReply};
 use crate::config::{Reissue as ReissuePolicy, ServerScope, Settings, StreamInfo};
 use crate::mcp::{id_key, TOOLS_CALL};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::Decision;
+use crate::shared::SessionStore;
 use crate::stage::budget::notice;
 
 /// A call of the page tool, read from a request body.
@@ -152,7 +153,7 @@ pub fn refuse(
 
 /// Answers a page call: from the store, by calling the tool again, or with
 /// a tool error.
-pub fn answer<H: PageHost + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
+pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
     let header = cx
         .headers
         .iter()

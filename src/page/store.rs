@@ -18,7 +18,7 @@
 //! later one wins, and the pages the earlier one wrote are served until a
 //! later write reuses their slots, whose bytes it did not count.
 
-use super::{PageHost, Shared, StoreError};
+use crate::shared::{SessionStore, Unstored};
 
 const INDEX: &str = "mcp_toon.page.index";
 const INDEX_MAGIC: &[u8; 4] = b"MTI1";
@@ -161,7 +161,7 @@ impl Index {
 }
 
 /// The store as one stream sees it.
-pub struct Store<'h, H: PageHost + ?Sized> {
+pub struct Store<'h, H: SessionStore + ?Sized> {
     host: &'h mut H,
     slots: usize,
     max_bytes: u64,
@@ -229,7 +229,7 @@ impl Kept {
     }
 }
 
-impl<'h, H: PageHost + ?Sized> Store<'h, H> {
+impl<'h, H: SessionStore + ?Sized> Store<'h, H> {
     pub fn new(host: &'h mut H, slots: usize, max_bytes: usize) -> Self {
         Store {
             host,
@@ -265,8 +265,8 @@ impl<'h, H: PageHost + ?Sized> Store<'h, H> {
                     }
                     return Ok((index, freed, out));
                 }
-                Err(StoreError::Conflict) => continue,
-                Err(StoreError::Unavailable) => return Err(NotKept::Unavailable),
+                Err(Unstored::Changed) => continue,
+                Err(Unstored::Refused) => return Err(NotKept::Unavailable),
             }
         }
         Err(NotKept::Unavailable)

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{PageHost, Shared};
+use crate::shared::SessionStore;
 
 const SLOTS: u32 = 1024;
 
@@ -32,7 +32,7 @@ fn key(cluster: &str, tool: &str) -> String {
 
 /// Records whether `tool` of the server behind `cluster` is safe to call
 /// again.
-pub fn learn<H: PageHost + ?Sized>(host: &mut H, cluster: &str, tool: &str, safe: bool) {
+pub fn learn<H: SessionStore + ?Sized>(host: &mut H, cluster: &str, tool: &str, safe: bool) {
     let record = Record {
         c: cluster.to_string(),
         t: tool.to_string(),
@@ -48,7 +48,7 @@ pub fn learn<H: PageHost + ?Sized>(host: &mut H, cluster: &str, tool: &str, safe
 }
 
 /// What this gateway learnt about `tool`, if anything.
-pub fn known_safe<H: PageHost + ?Sized>(host: &H, cluster: &str, tool: &str) -> Option<bool> {
+pub fn known_safe<H: SessionStore + ?Sized>(host: &H, cluster: &str, tool: &str) -> Option<bool> {
     let (value, _) = host.get(&key(cluster, tool))?;
     let r: Record = serde_json::from_slice(&value).ok()?;
     (r.c == cluster && r.t == tool).then_some(r.safe)
@@ -77,7 +77,7 @@ pub fn safe_to_repeat(tool: &serde_json::value::RawValue) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::page::SharedMemory;
+    use crate::shared::SharedMemory;
 
     #[test]
     fn learns_per_cluster_and_tool() {

@@ -16,8 +16,9 @@ use crate::config::{Settings, MARKER_PREFIX};
 use crate::mcp::{self, Call, Edits};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::page::cut::{cut, CallInfo};
-use crate::page::{tools, PageHost};
+use crate::page::tools;
 use crate::report::Decision;
+use crate::shared::SessionStore;
 use crate::stage::budget::{Item, NoPlan};
 use crate::stage::clean::Framing;
 
@@ -51,7 +52,7 @@ impl Shape {
 }
 
 /// Where pages of this stream's results go and whom they belong to.
-pub struct PageContext<'a, H: PageHost + ?Sized> {
+pub struct PageContext<'a, H: SessionStore + ?Sized> {
     pub host: &'a mut H,
     /// [`crate::page::binding`] of the stream's session and cluster.
     pub binding: [u8; 8],
@@ -60,7 +61,7 @@ pub struct PageContext<'a, H: PageHost + ?Sized> {
 
 /// Cuts each result over its budget; returns the edits that rewrite their
 /// content arrays, and marks their blocks as written.
-pub(super) fn apply<H: PageHost + ?Sized>(
+pub(super) fn apply<H: SessionStore + ?Sized>(
     settings: &Settings,
     base: &str,
     shapes: &[Shape],
@@ -232,7 +233,7 @@ const PAGE_PREFIX: &str = crate::stage::budget::notice::PREFIX;
 /// to call again, and lists the page tool on the listing's last page (no
 /// `nextCursor`) when a listed tool has a budget with paging. Returns
 /// whether it added the tool.
-pub(super) fn listing<H: PageHost + ?Sized>(
+pub(super) fn listing<H: SessionStore + ?Sized>(
     settings: &Settings,
     scope: crate::config::ServerScope,
     base: &str,
@@ -285,8 +286,8 @@ mod tests {
 
     use super::*;
     use crate::mcp::RequestInfo;
-    use crate::page::SharedMemory;
     use crate::report::Report;
+    use crate::shared::SharedMemory;
 
     fn run(config: &str, result: Value, host: &mut SharedMemory) -> Value {
         let s = Settings::from_json(config).unwrap();
@@ -300,6 +301,7 @@ mod tests {
             &request,
             body.clone().into_bytes(),
             &mut report,
+            &mut |_| false,
         )
         .unwrap();
         let mut cx = PageContext {

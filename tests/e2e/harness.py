@@ -246,13 +246,15 @@ def start_envoy(
     extra_clusters: list[dict[str, Any]] | None = None,
     tweak: Callable[[dict[str, Any]], None] | None = None,
     concurrency: int = 1,
+    wasm: Path = WASM,
 ) -> Envoy:
     """`tweak`: edits the rendered configuration in place before Envoy
     starts (e.g. route timeouts for event streams); `concurrency`: worker
-    threads (each runs its own VM; shared data spans them)."""
+    threads (each runs its own VM; shared data spans them). `wasm`: the
+    module every listener loads (the release build by default)."""
     admin_port = free_port()
     config = render_envoy(
-        listeners, upstream_port, admin_port, access_log_path=access_log_path, extra_clusters=extra_clusters
+        listeners, upstream_port, admin_port, wasm=wasm, access_log_path=access_log_path, extra_clusters=extra_clusters
     )
     if tweak is not None:
         tweak(config)

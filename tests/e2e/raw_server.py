@@ -14,8 +14,11 @@ The cases come from a JSON file written by the test:
 `POST /<anything>/<name>` answers with case <name> (the last path segment).
 Framing: `length` sends content-length; `chunked` sends chunks of `chunk`
 bytes; `close` sends neither and ends the body by closing the connection
-(how a server cut off mid-stream looks to Envoy). The request body is read
-and dropped. Unknown cases answer 404.
+(how a server cut off mid-stream looks to Envoy). `"hold": SECONDS` (chunked
+only) keeps the stream open that long after the body before ending it, as
+a long-lived event stream does; `"pace": SECONDS` (chunked only) waits that
+long after each chunk, as a server writing events one by one does. The request body is read and dropped.
+Unknown cases answer 404.
 
 Run: python raw_server.py PORT CASES.json
 """
@@ -27,6 +30,7 @@ import json
 import socket
 import sys
 import threading
+import time
 
 
 def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes] | None:
@@ -112,6 +116,23 @@ def handle(conn: socket.socket, cases: dict) -> None:
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                 continue
             out, close = response_bytes(case)
+            if case.get("pace"):
+                head_end = out.index(b"\r\n\r\n") + 4
+                conn.sendall(out[:head_end])
+                rest = out[head_end:]
+                while rest and not rest.startswith(b"0\r\n\r\n"):
+                    size_end = rest.index(b"\r\n")
+                    end = size_end + 2 + int(rest[:size_end], 16) + 2
+                    conn.sendall(rest[:end])
+                    rest = rest[end:]
+                    time.sleep(case["pace"])
+                out = rest
+            if case.get("hold"):
+                # Everything but the last chunk now; the end after the hold.
+                conn.sendall(out.removesuffix(b"0\r\n\r\n"))
+                time.sleep(case["hold"])
+                conn.sendall(b"0\r\n\r\n")
+                continue
             conn.sendall(out)
             if close:
                 conn.shutdown(socket.SHUT_WR)

@@ -165,12 +165,14 @@ def scenarios_passing(checks: dict[tuple[str, str, int], dict[str, Any]]) -> set
 def raced(version: str, scenario: str, failing: list[dict[str, Any]]) -> bool:
     """The failure is the 0.1.16 reference server's GET-stream race: every
     check that ran and failed timed out (a scenario cut short by the timeout
-    does not run its other checks: they are missing)."""
+    does not run its other checks: they are missing, and under load the
+    suite may give up on the scenario before its first check, so all of
+    them can be missing; the caller also requires the server's trace to
+    show a request lost on the unopened stream)."""
     ran = [c for c in failing if c["status"] != "MISSING"]
     return (
         version == "0.1.16"
         and scenario in GET_STREAM_RACE
-        and bool(ran)
         and all(RACE_ERROR in c.get("errorMessage", "") for c in ran)
     )
 

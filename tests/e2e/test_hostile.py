@@ -11,21 +11,19 @@ One Envoy (one worker: `--concurrency 1`) has three listeners on the same
 upstream: `bare` (no plugin: the baseline), `default` (the plugin at its
 default configuration) and `transforms` (every clean transform opted in).
 Each case asserts what arrives (byte-identical, or transformed where the
-transform is linear) and the counted reason, then times the same bytes
-through the plugin and without it and asserts the plugin stays within
-twice Envoy's own time, plus the plugin's time for an ordinary input of the
-same size and kind (a linear stage's cost: the same bytes of a page, a
-blob, a table). Last, while one such response is in flight, a second
-client's small request on the same worker must be answered as fast as the
-rule allows. Times are printed, not compared with absolute figures.
+transform is linear) and the counted reason (a work budget's, where a stage
+gave up). How long each takes through the plugin against Envoy alone is a
+benchmark, tests/e2e/bench_hostile.py (`make bench`), not a timed test. Last, while one such response is in
+flight, a second client's small request on the same worker gets its answer.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import random
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +38,6 @@ from harness import Listener
 
 MB = 1 << 20
 BIG = 4 * MB
-RUNS = 5
 
 CONFIGS = {
     "default": {"max_body_bytes": BIG, "max_event_bytes": BIG},
@@ -132,6 +129,17 @@ def batch(n: int = MB, reverse: bool = True) -> tuple[list[dict[str, Any]], byte
     return request, json.dumps(response, separators=(",", ":")).encode()
 
 
+def long_ids(n: int = MB, id_bytes: int = 300) -> tuple[list[dict[str, Any]], bytes]:
+    """A batch of calls whose ids are past `max_id_bytes` (256), and their
+    table results: none is followed, so the response passes as sent."""
+    rows = table(600)
+    calls = n // (id_bytes + len(rows) + 120)
+    ids = [f"{i:06d}" + "x" * (id_bytes - 8) for i in range(calls)]
+    request = [harness.jsonrpc("tools/call", {"name": "t", "arguments": {}}, id=i) for i in ids]
+    response = [{"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": rows}]}} for i in ids]
+    return request, json.dumps(response, separators=(",", ":")).encode()
+
+
 def sse(body: str) -> bytes:
     return body.encode()
 
@@ -186,6 +194,7 @@ def markdown(body: bytes) -> None:
 
 
 BATCH_REQUEST, BATCH_RESPONSE = batch()
+LONG_IDS_REQUEST, LONG_IDS_RESPONSE = long_ids()
 SPARSE_EVENTS = sse_events(sparse_rows(15 * 1024))
 SPARSE_COUNTS = {"below_threshold": 1, "toon_budget": SPARSE_EVENTS.count(b"event: ") - 1}
 _, BATCH_IN_ORDER = batch(reverse=False)
@@ -213,6 +222,9 @@ CASES = [
     Case("toon_group_rows", result(group_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
     # The request parse: every result of a batch finds its call.
     Case("request_batch", BATCH_RESPONSE, {"default": {"below_min_bytes": len(BATCH_REQUEST)}, "transforms": {"below_min_bytes": len(BATCH_REQUEST)}}, like="batch_in_order", request=BATCH_REQUEST),
+    # Bounded state: thousands of calls whose ids are past max_id_bytes.
+    # None is followed (nothing of them is kept); every table passes as sent.
+    Case("request_long_ids", LONG_IDS_RESPONSE, {"default": {"id_too_long": len(LONG_IDS_REQUEST)}, "transforms": {"id_too_long": len(LONG_IDS_REQUEST)}}, like="batch_in_order", request=LONG_IDS_REQUEST),
     # SSE framing: an event that never ends, one whose JSON never closes.
     Case("sse_no_end", sse("data: " + "x" * MB), {"default": {"stream_truncated": 1}, "transforms": {"stream_truncated": 1}}, content_type="text/event-stream"),
     Case("sse_unclosed_quote", sse('data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + "x" * MB + "\n\n"), {"default": {"malformed_response": 1}, "transforms": {"malformed_response": 1}}, content_type="text/event-stream"),
@@ -227,6 +239,32 @@ BOUNDARY = [
     Case("generic_at", result(sparse_exactly(16 * 1024)), {}),
     Case("generic_over", result(sparse_exactly(16 * 1024 + 1)), {}),
 ]
+# A JSON-RPC id and a tool name at their limits (256 bytes) and one past:
+# a table the plugin encodes when it follows the call, byte-identical when
+# it does not. The id counts as its JSON text (quotes included).
+SMALL_TABLE = table(8 * 1024)
+
+
+def call_of(id_: Any, tool: str) -> tuple[dict[str, Any], bytes]:
+    response = {"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": SMALL_TABLE}]}}
+    return harness.jsonrpc("tools/call", {"name": tool, "arguments": {}}, id=id_), json.dumps(response, separators=(",", ":")).encode()
+
+
+ENCODED = {"encoded": 1, "bytes_before": -1, "bytes_after": -1}
+LIMITS = [
+    Case(name, body, {"default": counts}, request=request)
+    for name, (request, body), counts in [
+        ("id_at", call_of("i" * 254, "fetch"), ENCODED),
+        ("id_over", call_of("i" * 255, "fetch"), {"id_too_long": 1}),
+        ("tool_at", call_of(1, "t" * 256), ENCODED),
+        ("tool_over", call_of(1, "t" * 257), {"tool_name_too_long": 1}),
+    ]
+]
+# A server text that starts with the marker: passed as sent, and never with
+# a valid tag.
+MARKER_KEY = "e2e-marker-key-0123456789"
+SERVER_MARKER = Case("server_marker", result(harness.MARKER + "\n" + SMALL_TABLE), {})
+KEYED_TABLE = Case("keyed_table", call_of(1, "fetch")[1], {})
 BY_NAME = {c.name: c for c in CASES}
 HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "sse_table_events", "small")]
 
@@ -237,7 +275,7 @@ HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "bat
 @pytest.fixture(scope="module")
 def upstream(work_dir: Path):
     spec = work_dir / "hostile-cases.json"
-    spec.write_text(json.dumps({c.name: c.spec() for c in CASES + BOUNDARY}))
+    spec.write_text(json.dumps({c.name: c.spec() for c in CASES + BOUNDARY + LIMITS + [SERVER_MARKER, KEYED_TABLE]}))
     port = harness.free_port()
     proc = harness.Proc("hostile-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "hostile-server.log")
     try:
@@ -259,7 +297,11 @@ def without_plugin(name: str) -> Callable[[dict[str, Any]], None]:
 
 @pytest.fixture(scope="module")
 def envoy(upstream: int, work_dir: Path):
-    listeners = [Listener("bare", {}), *(Listener(name, cfg) for name, cfg in CONFIGS.items())]
+    listeners = [
+        Listener("bare", {}),
+        *(Listener(name, cfg) for name, cfg in CONFIGS.items()),
+        Listener("keyed", {**CONFIGS["default"], "marker_key": MARKER_KEY}),
+    ]
     e = harness.start_envoy(listeners, upstream, work_dir, name="envoy-hostile", tweak=without_plugin("bare"))
     try:
         yield e
@@ -317,7 +359,12 @@ def expected_counts(case: Case, listener: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("listener", list(CONFIGS))
 @pytest.mark.parametrize("name", [c.name for c in HOSTILE])
-def test_hostile_result_arrives_in_linear_time(envoy, listener, name):
+def test_hostile_result_arrives_as_sent_or_bounded(envoy, listener, name):
+    """What arrives, and the reason counted: byte-identical where no linear
+    transform applies, transformed where one does, and a work budget's
+    reason (`html_budget`, `toon_budget`) where a stage gave up. How long
+    it takes is a benchmark (tests/e2e/bench_hostile.py, in `make bench`),
+    not a timed test."""
     case = BY_NAME[name]
     before = envoy.prometheus()
     _, body = send(envoy, listener, case)
@@ -330,46 +377,23 @@ def test_hostile_result_arrives_in_linear_time(envoy, listener, name):
     expected = expected_counts(case, listener)
     assert counted(envoy, before, expected) == expected
 
-    # The same bytes without the plugin, and an ordinary input of the same
-    # size and kind through it, interleaved with the case.
-    bare, plugin, like = [], [], []
-    for _ in range(RUNS):
-        bare.append(send(envoy, "bare", case)[0])
-        plugin.append(send(envoy, listener, case)[0])
-        if case.like is not None:
-            like.append(send(envoy, listener, BY_NAME[case.like])[0])
-    t_bare, t_plugin = statistics.median(bare), statistics.median(plugin)
-    t_like = statistics.median(like) if like else 0.0
-    print(f"\n{name} [{listener}]: {len(case.body)} bytes; Envoy alone {t_bare * 1e3:.1f} ms, "
-          f"with mcp-toon {t_plugin * 1e3:.1f} ms; an ordinary {case.like or '-'} of that size {t_like * 1e3:.1f} ms")
-    limit = 2 * t_bare + (2 * t_like if case.like else 0.0)
-    assert t_plugin <= limit, f"{name}: {t_plugin * 1e3:.1f} ms through mcp-toon, allowed {limit * 1e3:.1f} ms"
-
 
 @pytest.mark.parametrize("listener", list(CONFIGS))
 @pytest.mark.parametrize("name", ["b64_lines", "html_rt", "html_div_title", "toon_group_rows"])
-def test_a_second_client_is_answered_meanwhile(envoy, listener, name):
-    """One worker: while the hostile response is processed, a small request
-    on another connection is answered within what the big one may cost."""
+def test_a_second_client_is_answered_beside_a_hostile_response(envoy, listener, name):
+    """One worker: while a hostile response is in flight, a small request on
+    another connection gets its own answer, and the big one arrives as it
+    would alone (how long the small one waited: tests/e2e/bench_hostile.py)."""
     case = BY_NAME[name]
     small = BY_NAME["small"]
-    t_small_alone = statistics.median(send(envoy, listener, small)[0] for _ in range(RUNS))
-    t_bare = statistics.median(send(envoy, "bare", case)[0] for _ in range(RUNS))
-    t_like = statistics.median(send(envoy, listener, BY_NAME[case.like])[0] for _ in range(RUNS)) if case.like else 0.0
-    big: list[float] = []
-    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[0]))
-    start = time.monotonic()
+    _, alone = send(envoy, listener, case)
+    big: list[bytes] = []
+    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[1]))
     thread.start()
-    # Once the big response is on its way (the upstream answers at once).
-    time.sleep(min(t_bare / 2, 0.05))
-    t_small, body = send(envoy, listener, small)
+    _, body = send(envoy, listener, small)
     thread.join(timeout=120)
-    assert body == small.body and big, "both answered"
-    print(f"\n{name} [{listener}]: the small request took {t_small * 1e3:.1f} ms beside it "
-          f"({t_small_alone * 1e3:.1f} ms alone), the big one {big[0] * 1e3:.1f} ms; "
-          f"started {(time.monotonic() - start) * 1e3:.0f} ms ago")
-    limit = t_small_alone + 2 * t_bare + 2 * t_like
-    assert t_small <= limit, f"{name}: the small request waited {t_small * 1e3:.1f} ms, allowed {limit * 1e3:.1f} ms"
+    assert body == small.body
+    assert big == [alone]
 
 
 @pytest.mark.parametrize("listener", list(CONFIGS))
@@ -381,3 +405,46 @@ def test_the_generic_toon_budget_at_its_boundary(envoy, listener):
         _, body = send(envoy, listener, case)
         assert body == case.body
         assert counted(envoy, before, {reason: 1}) == {reason: 1}
+
+
+# --- bounded state and the marker (issue 13 items 2 and 5) -------------------------
+
+
+def test_ids_and_tool_names_at_their_limits(envoy):
+    """At 256 bytes the call is followed (its table encoded); one byte more
+    and it passes as sent, counted."""
+    for case in LIMITS:
+        before = envoy.prometheus()
+        _, body = send(envoy, "default", case)
+        expected = case.counts["default"]
+        if "encoded" in expected:
+            assert text_of(body).startswith(harness.MARKER + "\n"), case.name
+        else:
+            assert body == case.body, case.name
+        assert counted(envoy, before, expected) == expected, case.name
+
+
+def tag_is_valid(text: str, key: bytes) -> bool:
+    """README "What the marker proves", verbatim."""
+    head, nl, rest = text.partition("\n")
+    body, _, tag = head.rpartition(" tag=")
+    mac = hmac.new(key, (body + nl + rest).encode(), hashlib.sha256).digest()[:16]
+    return len(tag) == 22 and hmac.compare_digest(tag, base64.urlsafe_b64encode(mac).rstrip(b"=").decode())
+
+
+def test_a_server_marker_passes_as_sent_and_only_the_plugins_blocks_carry_a_valid_tag(envoy):
+    for listener in ("default", "keyed"):
+        _, body = send(envoy, listener, SERVER_MARKER)
+        assert body == SERVER_MARKER.body, listener
+    assert not tag_is_valid(text_of(SERVER_MARKER.body), MARKER_KEY.encode())
+
+    _, body = send(envoy, "keyed", KEYED_TABLE)
+    text = text_of(body)
+    head, _, toon = text.partition("\n")
+    assert head.startswith(harness.MARKER + " tag=") and tag_is_valid(text, MARKER_KEY.encode())
+    harness.same_json(harness.toon_decode(toon), json.loads(SMALL_TABLE))
+    assert not tag_is_valid(text, b"another-key-0123456789")
+    assert not tag_is_valid(text.replace("user-1,", "user-2,", 1), MARKER_KEY.encode())
+    # Without a key, the same table carries no tag.
+    _, plain = send(envoy, "default", KEYED_TABLE)
+    assert text_of(plain).startswith(harness.MARKER + "\n")

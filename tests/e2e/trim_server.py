@@ -6,7 +6,9 @@ tests, with two additions that stay out of the shared demo server:
   actually saw, after the proxy);
 - `--sse` answers in the SDK's default event-stream mode instead of JSON;
 - one more tool, `users_and_orders`: a result of two text blocks (the
-  `list_users` table, pretty, then a `search_orders` page, compact).
+  `list_users` table, pretty, then a `search_orders` page, compact);
+- `directory`, whose own schema declares `expected_info` (the plugin's
+  intent argument): the argument is the tool's, and must reach it.
 
 Run: python tests/e2e/trim_server.py --port N [--sse]   (127.0.0.1; stop it by pid)
 """
@@ -38,6 +40,11 @@ def build() -> Any:
                 TextContent(type="text", text=json.dumps(page)),
             ]
         )
+
+    @server.tool(description="The user directory; expected_info is this tool's own argument (a saved-search label).")
+    def directory(expected_info: str = "") -> CallToolResult:
+        body = {"label": expected_info, "users": users(40)}
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(body, indent=2, ensure_ascii=False))])
 
     return server
 

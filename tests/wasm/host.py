@@ -13,7 +13,10 @@ Sources of the modelled behaviour (cited at each rule below):
 - [spec]   proxy-wasm/spec @3a844b8, abi-versions/v0.2.1/README.md
 - [cpp]    proxy-wasm/proxy-wasm-cpp-host @52a0291: src/exports.cc (argument
            checks and statuses), src/context.cc (callback order, result
-           conversion), src/wasm.cc (VM start)
+           conversion), src/wasm.cc (VM start); [cpp shared_data]:
+           src/shared_data.cc (compare-and-swap versions). WASI, random_get
+           included, is Wasmtime's (random bytes from the OS, as Envoy's
+           host answers from BoringSSL)
 - [envoy]  envoyproxy/envoy @b40935ac: source/extensions/common/wasm/context.cc
            (buffers, header maps, filter callbacks, continue_stream, callouts)
 - [filter] envoyproxy/envoy envoy/http/filter.h (FilterHeadersStatus /

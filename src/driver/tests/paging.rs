@@ -15,7 +15,7 @@ use crate::config::Settings;
 use crate::driver::{self, Call, MemoryHost};
 use crate::host::Direction;
 use crate::outcome::Reason;
-use crate::page::{Entropy, SharedMemory};
+use crate::shared::{Entropy, SharedMemory};
 use crate::sim::{Script, Transcript};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";

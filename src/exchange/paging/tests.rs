@@ -2,41 +2,18 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::super::{Exchange, Flow, Out, RequestHead, ResponseHead, ResponsePlan, SessionStore};
+use super::super::{Exchange, Flow, Out, RequestHead, ResponseHead, ResponsePlan};
 use crate::config::{Settings, StreamInfo};
 use crate::page::reissue::UpstreamReply;
-use crate::page::{Entropy, PageHost, SharedMemory, StoreError};
+use crate::shared::{Entropy, SharedMemory};
 use crate::Reason;
 
-/// Shared data of one Envoy: pages and legacy records.
-#[derive(Default)]
-struct Shared(SharedMemory);
-
-impl PageHost for Shared {
-    fn shared_get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-        self.0.shared_get(key)
-    }
-    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), StoreError> {
-        self.0.shared_set(key, value, cas)
-    }
-    fn now_ms(&self) -> u64 {
-        1_700_000_000_000
-    }
-    fn random(&mut self, buf: &mut [u8]) -> bool {
-        if matches!(self.0.entropy, Entropy::None) {
-            self.0.entropy = Entropy::Seeded(7);
-        }
-        self.0.random(buf)
-    }
-}
-
-impl SessionStore for Shared {
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
-        self.0.shared_get(key).map(|(v, _)| v)
-    }
-    fn set(&mut self, key: &str, value: &[u8]) {
-        let _ = self.0.shared_set(key, value, 0);
-    }
+/// Shared data of one Envoy (pages and legacy records), at a fixed time,
+/// with repeatable random bytes.
+fn shared() -> SharedMemory {
+    let mut m = SharedMemory::with(Entropy::Seeded(7));
+    m.now_ms = 1_700_000_000_000;
+    m
 }
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -82,7 +59,7 @@ fn request(
     body: &[u8],
     accept: &str,
     session: Option<&str>,
-    shared: &mut Shared,
+    shared: &mut SharedMemory,
 ) -> super::super::Step {
     let stream = stream();
     let headers: Vec<(String, String)> = session
@@ -107,7 +84,7 @@ fn request(
 }
 
 /// Cuts a result; returns the text items the client got.
-fn cut(settings: &Arc<Settings>, session: Option<&str>, shared: &mut Shared) -> Vec<String> {
+fn cut(settings: &Arc<Settings>, session: Option<&str>, shared: &mut SharedMemory) -> Vec<String> {
     let mut e = Exchange::new(Arc::clone(settings));
     let body = call("rows", json!({"n": 400}));
     let step = request(
@@ -122,13 +99,16 @@ fn cut(settings: &Arc<Settings>, session: Option<&str>, shared: &mut Shared) -> 
     assert!(matches!(&step.out, Out::Bytes { bytes, .. } if bytes == &body));
     let response = result_body(3);
     assert!(response.len() > 2048, "larger than max_body_bytes");
-    let plan = e.response_headers(ResponseHead {
-        status: Some(200),
-        content_type: Some("application/json"),
-        content_encoding: None,
-        content_length: Some(response.len()),
-        end_of_stream: false,
-    });
+    let plan = e.response_headers(
+        ResponseHead {
+            status: Some(200),
+            content_type: Some("application/json"),
+            content_encoding: None,
+            content_length: Some(response.len()),
+            end_of_stream: false,
+        },
+        shared,
+    );
     assert_eq!(
         plan,
         ResponsePlan::Rewrite {
@@ -174,7 +154,7 @@ fn page_call(
     h: &str,
     accept: &str,
     session: Option<&str>,
-    shared: &mut Shared,
+    shared: &mut SharedMemory,
 ) -> (Exchange, super::super::Step) {
     let mut e = Exchange::new(Arc::clone(settings));
     let step = request(
@@ -201,7 +181,7 @@ fn reply_json(step: &super::super::Step) -> Value {
 #[test]
 fn a_page_call_is_answered_from_the_store_without_the_server() {
     let s = settings("");
-    let mut shared = Shared::default();
+    let mut shared = shared();
     let texts = cut(&s, None, &mut shared);
     assert_eq!(texts.len(), 2);
     assert!(texts[0].starts_with("[mcp-toon/v1]"), "a TOON table");
@@ -254,7 +234,7 @@ fn a_page_call_is_answered_from_the_store_without_the_server() {
 #[test]
 fn forged_foreign_and_missing_handles_get_a_tool_error() {
     let s = settings("");
-    let mut shared = Shared::default();
+    let mut shared = shared();
     let texts = cut(&s, Some("session-a"), &mut shared);
     let good = handle(&texts[1]);
     let mut forged = good.clone();
@@ -294,11 +274,11 @@ fn forged_foreign_and_missing_handles_get_a_tool_error() {
 #[test]
 fn a_signed_handle_calls_the_tool_again_where_the_page_is_not_held() {
     let s = settings(&format!(r#""key":"{KEY}","reissue":"always""#));
-    let mut cutter = Shared::default();
+    let mut cutter = shared();
     let texts = cut(&s, None, &mut cutter);
     let h = handle(&texts[1]);
     // Another gateway: an empty store.
-    let mut other = Shared::default();
+    let mut other = shared();
     let (mut e, step) = page_call(&s, &h, "application/json", None, &mut other);
     let up = step.upstream.clone().expect("a call upstream");
     assert!(step.reply.is_none());
@@ -357,7 +337,7 @@ fn without_paging_nothing_waits_and_nothing_is_answered_locally() {
     let step = e.request_chunk(
         &call("mcp_toon_page", json!({"handle": "x"})),
         true,
-        &mut Shared::default(),
+        &mut shared(),
     );
     assert!(step.reply.is_none() && step.flow == Flow::Continue);
 }

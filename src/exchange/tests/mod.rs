@@ -112,7 +112,7 @@ fn a_json_tool_result_is_collected_and_rewritten() {
     let mut e = exchange("{}");
     into_tool_call(&mut e);
     assert_eq!(
-        e.response_headers(json_head(200)),
+        e.response_headers(json_head(200), &mut NoSessions),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -146,7 +146,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     e.response_started(&mut NoSessions);
     assert!(!e.reads_request());
     assert_eq!(
-        e.response_headers(json_head(200)),
+        e.response_headers(json_head(200), &mut NoSessions),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -163,7 +163,10 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     e.request_headers(head(&stream, "POST", Some("application/json")));
     e.request_chunk(&CALL[..20], false, &mut NoSessions);
     e.response_started(&mut NoSessions);
-    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+    assert_eq!(
+        e.response_headers(json_head(200), &mut NoSessions),
+        ResponsePlan::Pass
+    );
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::RequestNotJsonRpc)]
@@ -174,7 +177,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     into_tool_call(&mut e);
     e.response_started(&mut NoSessions);
     assert!(matches!(
-        e.response_headers(json_head(200)),
+        e.response_headers(json_head(200), &mut NoSessions),
         ResponsePlan::Rewrite { .. }
     ));
 }
@@ -183,7 +186,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
 fn unchanged_bodies_go_back_exactly() {
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    e.response_headers(json_head(200));
+    e.response_headers(json_head(200), &mut NoSessions);
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}})
             .to_string();
@@ -193,7 +196,7 @@ fn unchanged_bodies_go_back_exactly() {
     // One chunk: nothing was taken out, nothing to replace.
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    e.response_headers(json_head(200));
+    e.response_headers(json_head(200), &mut NoSessions);
     let (_, steps) = respond(&mut e, &[body.as_bytes()]);
     assert_eq!(steps[0], Step::input());
 }
@@ -208,7 +211,7 @@ fn held_headers_get_an_exact_length() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(head),
+        e.response_headers(head, &mut NoSessions),
         ResponsePlan::Rewrite { hold_headers: true }
     );
     let (a, b) = body.as_bytes().split_at(50);
@@ -229,7 +232,7 @@ fn held_headers_get_an_exact_length() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(head),
+        e.response_headers(head, &mut NoSessions),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -240,7 +243,10 @@ fn held_headers_get_an_exact_length() {
         content_length: Some(2 << 20),
         ..json_head(200)
     };
-    assert_eq!(e.response_headers(head), ResponsePlan::Pass);
+    assert_eq!(
+        e.response_headers(head, &mut NoSessions),
+        ResponsePlan::Pass
+    );
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::ResponseTooLarge)]
@@ -262,7 +268,10 @@ fn requests_that_are_not_json_rpc_posts_pass() {
         };
         assert_eq!(e.request_headers(h), RequestPlan::default());
         assert!(!e.reads_request());
-        assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+        assert_eq!(
+            e.response_headers(json_head(200), &mut NoSessions),
+            ResponsePlan::Pass
+        );
         assert!(!e.reads_response());
         assert_eq!(
             reasons(&e),
@@ -284,7 +293,10 @@ fn other_methods_and_oversize_requests_pass() {
         true,
         &mut NoSessions,
     );
-    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+    assert_eq!(
+        e.response_headers(json_head(200), &mut NoSessions),
+        ResponsePlan::Pass
+    );
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::NotToolsCall)]
@@ -296,7 +308,10 @@ fn other_methods_and_oversize_requests_pass() {
         e.request_chunk(&[b' '; 4096], false, &mut NoSessions),
         Step::input()
     );
-    assert_eq!(e.response_headers(json_head(200)), ResponsePlan::Pass);
+    assert_eq!(
+        e.response_headers(json_head(200), &mut NoSessions),
+        ResponsePlan::Pass
+    );
     assert_eq!(
         reasons(&e),
         vec![Outcome::Passthrough(Reason::RequestTooLarge)]
@@ -347,7 +362,11 @@ fn response_heads_that_pass() {
     for (h, reason) in cases {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
-        assert_eq!(e.response_headers(h), ResponsePlan::Pass, "{reason:?}");
+        assert_eq!(
+            e.response_headers(h, &mut NoSessions),
+            ResponsePlan::Pass,
+            "{reason:?}"
+        );
         assert_eq!(reasons(&e), vec![Outcome::Passthrough(reason)]);
     }
     let mut e = exchange("{}");
@@ -357,7 +376,7 @@ fn response_heads_that_pass() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(identity),
+        e.response_headers(identity, &mut NoSessions),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -368,7 +387,7 @@ fn response_heads_that_pass() {
 fn oversize_response_releases_what_it_took_and_passes() {
     let mut e = exchange(r#"{"max_body_bytes":2048}"#);
     into_tool_call(&mut e);
-    e.response_headers(json_head(200));
+    e.response_headers(json_head(200), &mut NoSessions);
     // A JSON string that never ends within the limit.
     let body: Vec<u8> = b"{\"t\":\""
         .iter()
@@ -401,7 +420,17 @@ fn media_type_drops_parameters() {
 
 mod trim {
     use super::*;
+    use crate::exchange::test_store::Store;
     use crate::stage::trim::LlmReply;
+
+    /// The text of a trimmed block that TOON left alone: its note, then the
+    /// extraction.
+    fn noted(extracted: &str) -> String {
+        format!(
+            "{}\n{extracted}",
+            crate::stage::trim::header("ids 1 and 2", "expected_info")
+        )
+    }
 
     const CONFIG: &str = r#"{"trim":{"enabled":true,"threshold_bytes":100}}"#;
     const CALL_WITH_INTENT: &[u8] =
@@ -436,14 +465,14 @@ mod trim {
     fn json_body_waits_for_the_callout_then_goes_whole() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(json_head(200));
+        e.response_headers(json_head(200), &mut NoSessions);
         let body = result_data(1);
         let (a, b) = body.as_bytes().split_at(100);
         assert_eq!(
-            e.response_chunk(a, false, &mut NoSessions),
+            e.response_chunk(a, false, &mut Store::default()),
             Step::swallow(Flow::Continue)
         );
-        let step = e.response_chunk(b, true, &mut NoSessions);
+        let step = e.response_chunk(b, true, &mut Store::default());
         assert_eq!(
             (out_of(&step), step.flow),
             (Some(&b""[..]), Flow::Pause),
@@ -456,7 +485,7 @@ mod trim {
         let done = e.callout_reply(&reply, &mut NoSessions);
         assert_eq!(done.flow, Flow::Continue);
         let v: Value = serde_json::from_slice(out_of(&done).unwrap()).unwrap();
-        assert_eq!(v["result"]["content"][0]["text"], extracted);
+        assert_eq!(v["result"]["content"][0]["text"], noted(&extracted));
         assert_eq!(
             reasons(&e),
             vec![
@@ -471,11 +500,14 @@ mod trim {
     fn a_failed_call_sends_the_original_whole() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(json_head(200));
+        e.response_headers(json_head(200), &mut NoSessions);
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "word ".repeat(50)}]}}).to_string();
         let (a, b) = body.as_bytes().split_at(100);
-        e.response_chunk(a, false, &mut NoSessions);
-        assert!(e.response_chunk(b, true, &mut NoSessions).callout.is_some());
+        e.response_chunk(a, false, &mut Store::default());
+        assert!(e
+            .response_chunk(b, true, &mut Store::default())
+            .callout
+            .is_some());
         let done = e.callout_reply(&LlmReply::NotSent, &mut NoSessions);
         assert_eq!(out_of(&done), Some(body.as_bytes()));
         assert_eq!(
@@ -491,12 +523,12 @@ mod trim {
     fn sse_result_held_while_the_call_runs() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(super::streams::sse_head());
+        e.response_headers(super::streams::sse_head(), &mut NoSessions);
         let progress = format!("data: {}\n\n", super::streams::PROGRESS);
         let result = format!("data: {}\n\n", result_data(1));
         // Progress, then the result: progress goes out, the call starts.
         let chunk = format!("{progress}{result}");
-        let step = e.response_chunk(chunk.as_bytes(), false, &mut NoSessions);
+        let step = e.response_chunk(chunk.as_bytes(), false, &mut Store::default());
         assert_eq!(out_of(&step), Some(progress.as_bytes()));
         assert_eq!(step.flow, Flow::Pause, "what follows waits for the reply");
         assert!(step.callout.is_some());
@@ -519,7 +551,7 @@ mod trim {
             .next()
             .unwrap();
         let v: Value = serde_json::from_str(data).unwrap();
-        assert_eq!(v["result"]["content"][0]["text"], extracted);
+        assert_eq!(v["result"]["content"][0]["text"], noted(&extracted));
     }
 
     /// Issue 13: on a long-lived stream the next upstream byte may never
@@ -528,16 +560,17 @@ mod trim {
     fn sse_reply_before_the_end_goes_out_with_the_reply() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(super::streams::sse_head());
+        e.response_headers(super::streams::sse_head(), &mut NoSessions);
         let result = format!("data: {}\n\n", result_data(1));
-        let step = e.response_chunk(result.as_bytes(), false, &mut NoSessions);
+        let step = e.response_chunk(result.as_bytes(), false, &mut Store::default());
         assert!(step.callout.is_some());
         let (extracted, reply) = reply();
         let after = e.callout_reply(&reply, &mut NoSessions);
         assert_eq!(after.flow, Flow::Continue);
         let out = text_of(out_of(&after).unwrap());
         assert!(
-            out.starts_with("data: {") && out.contains(&extracted.replace('"', "\\\"")),
+            out.starts_with("data: {")
+                && out.contains(&serde_json::to_string(&noted(&extracted)).unwrap()),
             "{out}"
         );
         let last = b": bye\n\n";
@@ -563,7 +596,7 @@ mod streams {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
         assert_eq!(
-            e.response_headers(sse_head()),
+            e.response_headers(sse_head(), &mut NoSessions),
             ResponsePlan::Rewrite {
                 hold_headers: false
             }
@@ -602,7 +635,7 @@ mod streams {
         let run = |chunks: &[&[u8]]| {
             let mut e = exchange("{}");
             into_tool_call(&mut e);
-            e.response_headers(sse_head());
+            e.response_headers(sse_head(), &mut NoSessions);
             respond(&mut e, chunks).0
         };
         let whole = run(&[stream.as_bytes()]);
@@ -617,7 +650,7 @@ mod streams {
     fn oversize_and_truncated_events_pass_unchanged_and_counted() {
         let mut e = exchange(r#"{"max_event_bytes":1024}"#);
         into_tool_call(&mut e);
-        e.response_headers(sse_head());
+        e.response_headers(sse_head(), &mut NoSessions);
         let big = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": table_text().repeat(3)}]}});
         let stream = format!("data: {big}\n\ndata: {{\"jsonrpc\":");
         let (sent, _) = respond(&mut e, &[stream.as_bytes()]);
@@ -631,19 +664,7 @@ mod streams {
         );
     }
 
-    #[derive(Default)]
-    struct Shared(HashMap<String, Vec<u8>>);
-
-    impl crate::page::PageHost for Shared {}
-
-    impl SessionStore for Shared {
-        fn get(&self, key: &str) -> Option<Vec<u8>> {
-            self.0.get(key).cloned()
-        }
-        fn set(&mut self, key: &str, value: &[u8]) {
-            self.0.insert(key.to_string(), value.to_vec());
-        }
-    }
+    use crate::exchange::test_store::Store;
 
     fn legacy_get(e: &mut Exchange) {
         let stream = StreamInfo::default();
@@ -655,14 +676,14 @@ mod streams {
         };
         assert_eq!(e.request_headers(h), RequestPlan::default());
         assert_eq!(
-            e.response_headers(sse_head()),
+            e.response_headers(sse_head(), &mut NoSessions),
             ResponsePlan::Rewrite {
                 hold_headers: false
             }
         );
     }
 
-    fn legacy_post(e: &mut Exchange, shared: &mut Shared, tool: &str) {
+    fn legacy_post(e: &mut Exchange, shared: &mut Store, tool: &str) {
         let stream = StreamInfo::default();
         let h = RequestHead {
             path: "/messages/?session_id=abc123",
@@ -673,9 +694,15 @@ mod streams {
             r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{tool}"}}}}"#
         );
         e.request_chunk(body.as_bytes(), true, shared);
+        let accepted = ResponseHead {
+            content_type: Some("text/plain"),
+            content_length: Some(8),
+            ..json_head(202)
+        };
+        assert_eq!(e.response_headers(accepted, shared), ResponsePlan::Pass);
     }
 
-    fn legacy_stream(e: &mut Exchange, shared: &mut Shared) -> String {
+    fn legacy_stream(e: &mut Exchange, shared: &mut Store) -> String {
         let stream = format!(
             "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: {}\n\n",
             result_data(7)
@@ -687,7 +714,7 @@ mod streams {
     #[test]
     fn legacy_stream_uses_the_tool_recorded_by_the_post() {
         let config = r#"{"tools":{"quiet":{"toon":{"mode":"off"}}}}"#;
-        let mut shared = Shared::default();
+        let mut shared = Store::default();
         let mut post = exchange(config);
         legacy_post(&mut post, &mut shared, "quiet");
         let mut get = exchange(config);
@@ -704,9 +731,10 @@ mod streams {
         );
         assert_eq!(get.report().decisions[0].tool.as_deref(), Some("quiet"));
         assert_eq!(reasons(&get), vec![Outcome::Passthrough(Reason::ModeOff)]);
-        assert!(
-            shared.0.values().all(Vec::is_empty),
-            "records are cleared once used"
+        assert_eq!(
+            shared.values(),
+            vec![&shared.get("mcp_toon.legacy.key").unwrap().0[..]],
+            "records are cleared once used; the slot hash's key stays"
         );
     }
 
@@ -714,7 +742,7 @@ mod streams {
     fn legacy_stream_without_records_recognises_tool_results_by_shape() {
         let mut get = exchange("{}");
         legacy_get(&mut get);
-        let out = legacy_stream(&mut get, &mut Shared::default());
+        let out = legacy_stream(&mut get, &mut Store::default());
         assert!(out.starts_with(
             "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: "
         ));
@@ -727,15 +755,9 @@ mod streams {
         // Regression: each 2024-11-05 tools/call POST (answered `202
         // Accepted`, empty) was counted `not_json_response` on top of the
         // decision its result gets on the GET stream.
-        let mut shared = Shared::default();
+        let mut shared = Store::default();
         let mut post = exchange("{}");
         legacy_post(&mut post, &mut shared, "rows");
-        let accepted = ResponseHead {
-            content_type: Some("text/plain"),
-            content_length: Some(8),
-            ..json_head(202)
-        };
-        assert_eq!(post.response_headers(accepted), ResponsePlan::Pass);
         assert!(post.report().is_empty(), "{:?}", post.report());
         assert!(post.is_done());
         let mut get = exchange("{}");
@@ -748,7 +770,7 @@ mod streams {
     fn held_bytes_stay_at_one_incomplete_event_however_long_the_stream() {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
-        e.response_headers(sse_head());
+        e.response_headers(sse_head(), &mut NoSessions);
         let progress = |i: usize| {
             format!(
                 "event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":{i}}}}}\r\n\r\n"

@@ -31,7 +31,7 @@ fn the_query_argument_is_taken_out_and_applied() {
         arguments(&upstream),
         json!({"limit": 5, "expected_info": "ids"})
     );
-    e.response_headers(json_head(200));
+    e.response_headers(json_head(200), &mut NoSessions);
     let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
     let v: Value = serde_json::from_slice(&sent).unwrap();
     assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
@@ -65,26 +65,12 @@ fn queries_off_everywhere_leave_the_request_alone() {
     assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::input());
 }
 
-#[derive(Default)]
-struct Shared(HashMap<String, Vec<u8>>);
-
-impl crate::page::PageHost for Shared {}
-
-impl SessionStore for Shared {
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
-        self.0.get(key).cloned()
-    }
-    fn set(&mut self, key: &str, value: &[u8]) {
-        self.0.insert(key.to_string(), value.to_vec());
-    }
-}
-
 /// 2024-11-05 HTTP+SSE: the POST carries the query, the GET stream carries
 /// the result; the session record (`q`) brings them together.
 #[test]
 fn a_legacy_session_applies_the_query_its_post_carried() {
     let config = r#"{"project":{"queries":true}}"#;
-    let mut shared = Shared::default();
+    let mut shared = crate::exchange::test_store::Store::default();
     let mut post = exchange(config);
     let stream = StreamInfo::default();
     post.request_headers(RequestHead {
@@ -93,6 +79,8 @@ fn a_legacy_session_applies_the_query_its_post_carried() {
     });
     let upstream = request(&mut post, CALL_WITH_QUERY, &mut shared);
     assert!(!text_of(&upstream).contains("jmespath"));
+    // Recorded once the server accepts the POST.
+    post.response_headers(json_head(202), &mut shared);
 
     let mut get = exchange(config);
     get.request_headers(RequestHead {
@@ -101,7 +89,7 @@ fn a_legacy_session_applies_the_query_its_post_carried() {
         accept: Some("text/event-stream"),
         ..head(&stream, "GET", None)
     });
-    get.response_headers(streams::sse_head());
+    get.response_headers(streams::sse_head(), &mut shared);
     let events = format!(
         "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: {}\n\n",
         result_data(1)
@@ -117,7 +105,10 @@ fn a_legacy_session_applies_the_query_its_post_carried() {
     let v: Value = serde_json::from_str(message).unwrap();
     assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
     assert!(
-        shared.0.values().all(Vec::is_empty),
+        shared
+            .data
+            .iter()
+            .all(|(k, (v, _))| v.is_empty() || k == "mcp_toon.legacy.key"),
         "the record is used up"
     );
 }

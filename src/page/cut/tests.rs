@@ -2,7 +2,7 @@ use super::*;
 use crate::config::Settings;
 use crate::page::handle::Handle;
 use crate::page::store::Store;
-use crate::page::SharedMemory;
+use crate::shared::SharedMemory;
 
 fn rows(n: usize) -> String {
     let rows: Vec<serde_json::Value> = (0..n)
@@ -19,11 +19,9 @@ fn settings(extra: &str) -> Settings {
 }
 
 fn host() -> SharedMemory {
-    SharedMemory {
-        now_ms: 1_000_000,
-        entropy: crate::page::Entropy::Seeded(42),
-        ..SharedMemory::default()
-    }
+    let mut host = SharedMemory::with(crate::shared::Entropy::Seeded(42));
+    host.now_ms = 1_000_000;
+    host
 }
 
 const CALL: CallInfo<'static> = CallInfo {
@@ -128,7 +126,7 @@ fn without_store_or_key_the_rest_is_not_kept() {
         &policy,
         &s.paging,
         &CALL,
-        &mut SharedMemory::default(),
+        &mut SharedMemory::with(crate::shared::Entropy::None),
     )
     .unwrap();
     assert!(!cut.paged);

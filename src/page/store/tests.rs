@@ -1,5 +1,5 @@
 use super::*;
-use crate::page::SharedMemory;
+use crate::shared::SharedMemory;
 
 fn page(id: u8, n: u32, size: usize, expires_s: u32) -> Kept {
     Kept {
@@ -134,18 +134,24 @@ fn concurrent_writers_never_share_a_slot() {
         inner: SharedMemory,
         interfere: u32,
     }
-    impl PageHost for Racing {
-        fn shared_get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-            self.inner.shared_get(key)
+    impl SessionStore for Racing {
+        fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+            self.inner.get(key)
         }
-        fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), StoreError> {
+        fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored> {
             if key == INDEX && self.interfere > 0 {
                 self.interfere -= 1;
                 let mut other = Store::new(&mut self.inner, 8, 100_000);
                 let (first, _) = other.reserve(&[page(7, 2, 5, 99).size()], 99, 0).unwrap();
                 other.write(first, &[page(7, 2, 5, 99)]);
             }
-            self.inner.shared_set(key, value, cas)
+            self.inner.set(key, value, cas)
+        }
+        fn random(&mut self, out: &mut [u8]) -> bool {
+            self.inner.random(out)
+        }
+        fn now_ms(&self) -> u64 {
+            self.inner.now_ms()
         }
     }
     // The index exists (its creation is the one unguarded write).

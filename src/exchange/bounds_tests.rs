@@ -1,0 +1,301 @@
+//! Every limit of the exchange at its boundary (issue 13): what waits
+//! behind a callout, the intent, the request's ids and tool names, which
+//! calls lose the intent argument, and results whose structured form a
+//! trim would contradict.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::test_store::Store;
+use super::*;
+use crate::outcome::Outcome;
+
+fn exchange(config: &str) -> Exchange {
+    Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
+}
+
+fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
+    let stream = StreamInfo::default();
+    e.request_headers(RequestHead {
+        stream: &stream,
+        method: "POST",
+        path: "/mcp",
+        content_type: Some("application/json"),
+        accept: Some("application/json, text/event-stream"),
+        end_of_stream: false,
+        headers: &[],
+    });
+    e.request_chunk(body, true, store)
+}
+
+fn call(id: &str, tool: &str, arguments: Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id).unwrap(), "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+    .to_string()
+    .into_bytes()
+}
+
+fn sent(step: &Step, input: &[u8]) -> Vec<u8> {
+    match &step.out {
+        Out::Input => input.to_vec(),
+        Out::Bytes { bytes, .. } => bytes.clone(),
+    }
+}
+
+fn head(media: &'static str) -> ResponseHead<'static> {
+    ResponseHead {
+        status: Some(200),
+        content_type: Some(media),
+        ..ResponseHead::default()
+    }
+}
+
+fn table(n: usize) -> String {
+    Value::Array(
+        (0..n)
+            .map(|i| json!({"id": i, "name": format!("n{i}")}))
+            .collect(),
+    )
+    .to_string()
+}
+
+fn result(id: u32, extra: Value) -> String {
+    let mut r = json!({"content": [{"type": "text", "text": table(30)}]});
+    if let (Some(r), Value::Object(more)) = (r.as_object_mut(), extra) {
+        r.extend(more);
+    }
+    json!({"jsonrpc": "2.0", "id": id, "result": r}).to_string()
+}
+
+fn passthroughs(e: &Exchange) -> Vec<Reason> {
+    e.report()
+        .decisions
+        .iter()
+        .filter_map(|d| match d.outcome {
+            Outcome::Passthrough(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+const TRIM: &str = r#"{"trim":{"enabled":true,"threshold_bytes":100,"max_queued_bytes":1024}}"#;
+
+fn into_trimmed_call(e: &mut Exchange, store: &mut Store) {
+    post(
+        e,
+        &call("1", "rows", json!({"expected_info": "ids"})),
+        store,
+    );
+}
+
+/// An event of exactly `n` bytes.
+fn event_of(n: usize) -> String {
+    format!("data: {}\n\n", "x".repeat(n - 8))
+}
+
+#[test]
+fn events_behind_a_callout_wait_up_to_max_queued_bytes() {
+    let mut store = Store::default();
+    let mut e = exchange(TRIM);
+    into_trimmed_call(&mut e, &mut store);
+    e.response_headers(head("text/event-stream"), &mut store);
+    let result = format!("data: {}\n\n", result(1, json!({})));
+    let step = e.response_chunk(result.as_bytes(), false, &mut store);
+    assert!(step.callout.is_some());
+    // Exactly the limit waits: the event and what queued behind it.
+    let full = event_of(1024 - result.len());
+    let step = e.response_chunk(full.as_bytes(), false, &mut store);
+    assert_eq!((sent(&step, b""), step.flow), (vec![], Flow::Pause));
+    // One more event passes it: the result goes on without its callout
+    // (cleaned, TOON), then everything that waited, in order.
+    let more = event_of(9);
+    let step = e.response_chunk(more.as_bytes(), false, &mut store);
+    assert_eq!(step.flow, Flow::Continue);
+    let out = String::from_utf8(sent(&step, more.as_bytes())).unwrap();
+    assert!(out.starts_with("data: {") && out.contains("[mcp-toon/v1]"));
+    assert!(out.ends_with(&format!("{full}{more}")));
+    assert!(passthroughs(&e).contains(&Reason::TrimQueueFull));
+    assert!(!e.waiting());
+    // The reply that comes later changes nothing.
+    let late = e.callout_reply(&LlmReply::NotSent, &mut store);
+    assert_eq!(sent(&late, b""), Vec::<u8>::new());
+    assert_eq!(late.flow, Flow::Continue);
+    let step = e.response_chunk(b": bye\n\n", true, &mut store);
+    assert_eq!(step, Step::input());
+}
+
+#[test]
+fn an_event_larger_than_max_queued_bytes_gets_no_callout() {
+    // Held until the reply, it could not go out within the host's buffer.
+    for (extra, callout) in [(0, true), (1, false)] {
+        let mut store = Store::default();
+        let mut e = exchange(TRIM);
+        into_trimmed_call(&mut e, &mut store);
+        e.response_headers(head("text/event-stream"), &mut store);
+        let plain = format!("data: {}\n\n", result(1, json!({})));
+        // Padded in an `id` field of the event: its data is unchanged.
+        let id = format!("id: {}\n\n", "x".repeat(1024 - plain.len() - 5 + extra));
+        let event = format!("{}{id}", plain.trim_end_matches('\n').to_string() + "\n");
+        assert_eq!(event.len(), 1024 + extra);
+        let step = e.response_chunk(event.as_bytes(), false, &mut store);
+        assert_eq!(step.callout.is_some(), callout, "{extra}");
+        assert_eq!(passthroughs(&e).contains(&Reason::TrimQueueFull), !callout);
+        if !callout {
+            assert_eq!(step.flow, Flow::Continue);
+            let out = String::from_utf8(sent(&step, event.as_bytes())).unwrap();
+            assert!(out.ends_with(&id) && out.contains("[mcp-toon/v1]"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn bytes_after_a_json_value_wait_up_to_max_queued_bytes() {
+    let mut store = Store::default();
+    let mut e = exchange(TRIM);
+    into_trimmed_call(&mut e, &mut store);
+    e.response_headers(head("application/json"), &mut store);
+    let body = result(1, json!({}));
+    let step = e.response_chunk(body.as_bytes(), false, &mut store);
+    assert!(step.callout.is_some());
+    let spaces = vec![b' '; 1024];
+    let step = e.response_chunk(&spaces, false, &mut store);
+    assert_eq!((sent(&step, b""), step.flow), (vec![], Flow::Pause));
+    let step = e.response_chunk(b"\n", false, &mut store);
+    assert_eq!(step.flow, Flow::Continue);
+    let out = sent(&step, b"\n");
+    assert!(out.ends_with(&[&spaces[..], b"\n"].concat()));
+    assert!(String::from_utf8_lossy(&out).contains("[mcp-toon/v1]"));
+    assert!(passthroughs(&e).contains(&Reason::TrimQueueFull));
+}
+
+#[test]
+fn an_intent_past_its_limit_is_not_sent_but_still_taken_out() {
+    let config = r#"{"trim":{"enabled":true,"threshold_bytes":100,"max_intent_bytes":16}}"#;
+    for (intent, callout) in [("i".repeat(16), true), ("i".repeat(17), false)] {
+        let mut store = Store::default();
+        let mut e = exchange(config);
+        let body = call("1", "rows", json!({"expected_info": intent, "q": 1}));
+        let step = post(&mut e, &body, &mut store);
+        let upstream = String::from_utf8(sent(&step, &body)).unwrap();
+        assert!(!upstream.contains("expected_info"), "{upstream}");
+        e.response_headers(head("application/json"), &mut store);
+        let response = result(1, json!({}));
+        let step = e.response_chunk(response.as_bytes(), true, &mut store);
+        assert_eq!(step.callout.is_some(), callout);
+        if !callout {
+            assert!(passthroughs(&e).contains(&Reason::TrimIntentTooLong));
+        }
+    }
+}
+
+#[test]
+fn a_result_with_structured_content_is_not_trimmed() {
+    let mut store = Store::default();
+    let mut e = exchange(TRIM);
+    into_trimmed_call(&mut e, &mut store);
+    e.response_headers(head("application/json"), &mut store);
+    let response = result(1, json!({"structuredContent": {"rows": 30}}));
+    let step = e.response_chunk(response.as_bytes(), true, &mut store);
+    assert!(step.callout.is_none());
+    assert!(passthroughs(&e).contains(&Reason::TrimStructuredContent));
+    // `null` is no structured content.
+    let mut e = exchange(TRIM);
+    into_trimmed_call(&mut e, &mut store);
+    e.response_headers(head("application/json"), &mut store);
+    let response = result(1, json!({"structuredContent": null}));
+    let step = e.response_chunk(response.as_bytes(), true, &mut store);
+    assert!(step.callout.is_some());
+}
+
+#[test]
+fn ids_and_tool_names_past_their_limits_are_not_followed() {
+    let config = r#"{"max_id_bytes":16,"max_tool_name_bytes":16}"#;
+    let id_at = format!("\"{}\"", "i".repeat(14));
+    let id_past = format!("\"{}\"", "i".repeat(15));
+    for (id, tool, followed, reason) in [
+        (id_at.as_str(), "rows", true, None),
+        (id_past.as_str(), "rows", false, Some(Reason::IdTooLong)),
+        ("1", &"t".repeat(16)[..], true, None),
+        (
+            "1",
+            &"t".repeat(17)[..],
+            false,
+            Some(Reason::ToolNameTooLong),
+        ),
+    ] {
+        let mut store = Store::default();
+        let mut e = exchange(config);
+        post(&mut e, &call(id, tool, json!({})), &mut store);
+        let plan = e.response_headers(head("application/json"), &mut store);
+        assert_eq!(
+            plan != ResponsePlan::Pass,
+            followed,
+            "{id} {tool}: the response is read only when the call is followed"
+        );
+        assert_eq!(passthroughs(&e).first().copied(), reason);
+    }
+}
+
+const PER_TOOL: &str = r#"{"tools":{"rows":{"trim":{"enabled":true}}}}"#;
+
+fn batch() -> Vec<u8> {
+    let a = call("1", "rows", json!({"expected_info": "x"}));
+    let b = call("2", "other", json!({"expected_info": "y"}));
+    [b"[".as_slice(), &a, b",", &b, b"]"].concat()
+}
+
+#[test]
+fn the_intent_argument_is_taken_out_only_where_the_tool_trims() {
+    let mut store = Store::default();
+    let mut e = exchange(PER_TOOL);
+    let body = batch();
+    let step = post(&mut e, &body, &mut store);
+    let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
+    assert_eq!(upstream[0]["params"]["arguments"], json!({}));
+    assert_eq!(
+        upstream[1]["params"]["arguments"],
+        json!({"expected_info": "y"}),
+        "trim is off for `other`: its argument is its own"
+    );
+}
+
+fn listing(declares: bool) -> String {
+    let props = if declares {
+        json!({"expected_info": {"type": "string"}})
+    } else {
+        json!({"q": {"type": "string"}})
+    };
+    json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": [
+        {"name": "rows", "inputSchema": {"type": "object", "properties": props}}
+    ]}})
+    .to_string()
+}
+
+fn list_through(store: &mut Store, declares: bool) {
+    let mut e = exchange(PER_TOOL);
+    let body = br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#;
+    post(&mut e, body, store);
+    e.response_headers(head("application/json"), store);
+    e.response_chunk(listing(declares).as_bytes(), true, store);
+}
+
+#[test]
+fn a_tool_that_declares_the_argument_itself_keeps_it() {
+    let mut store = Store::default();
+    list_through(&mut store, true);
+    let mut e = exchange(PER_TOOL);
+    let body = batch();
+    let step = post(&mut e, &body, &mut store);
+    assert_eq!(
+        sent(&step, &body),
+        body,
+        "`rows` declares expected_info: nothing is taken out"
+    );
+    // A later listing without it: the argument is the plugin's again.
+    list_through(&mut store, false);
+    let mut e = exchange(PER_TOOL);
+    let step = post(&mut e, &body, &mut store);
+    let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
+    assert_eq!(upstream[0]["params"]["arguments"], json!({}));
+}
