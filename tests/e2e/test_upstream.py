@@ -80,6 +80,17 @@ PROTOCOLS = ["h1", "h2"]
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
+def trimmed_rows(text: str, intent: str) -> Any:
+    """The rows of a block trimmed to `intent`: its first line names the
+    intent (src/stage/trim.rs), the JSON extraction follows."""
+    note, _, rest = text.partition("\n")
+    assert note == (
+        f"[mcp-toon: trimmed to the intent {json.dumps(intent, ensure_ascii=False)}; "
+        "call again without expected_info for the whole result]"
+    ), note
+    return json.loads(rest)
+
+
 def call(intent: str | None = None) -> bytes:
     arguments: dict[str, Any] = {"limit": 40}
     if intent is not None:
@@ -288,7 +299,7 @@ def test_sse_events_queued_behind_a_trim_callout_arrive_before_the_trailers(envo
     assert len(got) == 3
     assert got[0] == got[2] == b"data: " + PROGRESS
     trimmed = json.loads(got[1].removeprefix(b"event: message\ndata: "))
-    assert json.loads(trimmed["result"]["content"][0]["text"]) == [ROWS[3]]
+    assert trimmed_rows(trimmed["result"]["content"][0]["text"], "id=3 [stub:slow=0.5]") == [ROWS[3]]
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS)
@@ -330,7 +341,7 @@ def test_a_trimmed_sse_result_goes_out_when_the_reply_comes(envoy, upstream):
         progress, message = events(got)
         assert progress == b"data: " + PROGRESS
         trimmed = json.loads(message.removeprefix(b"event: message\ndata: "))
-        assert json.loads(trimmed["result"]["content"][0]["text"]) == [ROWS[3]]
+        assert trimmed_rows(trimmed["result"]["content"][0]["text"], "id=3 [stub:slow=0.2]") == [ROWS[3]]
         httpx.post(f"http://127.0.0.1:{upstream}/_release/sse_idle", timeout=10)
         rest = b"".join(chunks)
     assert got + rest == b"".join(e + b"\n\n" for e in [progress, message, b"data: " + PROGRESS])
