@@ -99,6 +99,20 @@ impl SharedMemory {
         self.data.len()
     }
 
+    /// Every key with its value and version.
+    pub fn entries(&self) -> impl Iterator<Item = (&String, &(Vec<u8>, u32))> {
+        self.data.iter()
+    }
+
+    /// The values that are not empty (an empty value is a cleared key).
+    pub fn values(&self) -> Vec<&[u8]> {
+        self.data
+            .values()
+            .map(|(v, _)| v.as_slice())
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+
     pub fn bytes(&self) -> usize {
         self.data.values().map(|(v, _)| v.len()).sum()
     }

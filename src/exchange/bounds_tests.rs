@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::test_store::Store;
 use super::*;
 use crate::outcome::Outcome;
+use crate::shared::SharedMemory as Store;
 
 fn exchange(config: &str) -> Exchange {
     Exchange::new(Arc::new(Settings::from_json(config).unwrap()))

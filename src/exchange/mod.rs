@@ -21,8 +21,6 @@ mod paging;
 mod request;
 mod session;
 mod stream;
-#[cfg(test)]
-pub(crate) mod test_store;
 
 use std::sync::Arc;
 

@@ -420,7 +420,7 @@ fn media_type_drops_parameters() {
 
 mod trim {
     use super::*;
-    use crate::exchange::test_store::Store;
+    use crate::shared::SharedMemory as Store;
     use crate::stage::trim::LlmReply;
 
     /// The text of a trimmed block that TOON left alone: its note, then the
@@ -664,7 +664,7 @@ mod streams {
         );
     }
 
-    use crate::exchange::test_store::Store;
+    use crate::shared::SharedMemory as Store;
 
     fn legacy_get(e: &mut Exchange) {
         let stream = StreamInfo::default();
