@@ -10,8 +10,8 @@ mod response;
 pub use edit::Edits;
 pub use request::{Call, CallIndex, Declared, Limits, RequestInfo};
 pub use response::{
-    parse_messages, text_items, tool_entries, tool_result, ContentItem, Message, ToolEntry,
-    ToolResult,
+    content_array, next_cursor, parse_messages, text_items, tool_entries, tool_result, tools_array,
+    ContentItem, Message, ToolEntry, ToolResult,
 };
 
 use serde_json::value::RawValue;
