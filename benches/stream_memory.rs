@@ -118,6 +118,7 @@ fn run(settings: &Arc<Settings>, response: &[u8]) -> (usize, usize) {
         content_type: Some("application/json"),
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
+        headers: &[],
     });
     e.request_chunk(CALL, true, &mut NoSessions);
     e.response_headers(

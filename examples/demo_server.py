@@ -18,6 +18,13 @@ Tools, chosen so each of the plugin's paths has a real example:
     echo_digest        digest of a (possibly huge) argument      -> proves a request
                                                                     arrived intact
 
+  Paging tools (budgets and pages, issue 15):
+    export_rows        `count` rows of a table, annotated        -> cut to a budget; pages
+                       read-only                                    from the store or by
+                                                                    calling it again
+    live_feed          a table that changes on every call,        -> a re-issued page is
+                       annotated read-only                          refused as changed
+
   Clean-stage tools (the "clean stage demo tools" block below):
     fetch_docs_page    an HTML documentation page                -> html_to_markdown
     get_attachment     JSON with a base64 blob and a data: URI   -> strip_base64
@@ -50,7 +57,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 FIRST = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances", "José", "Zoë"]
@@ -220,6 +227,7 @@ def build_server() -> MCPServer:
         return text_result(json.dumps({"length": len(text), "sha256": digest}))
 
     register_clean_tools(mcp)
+    register_paging_tools(mcp)
     return mcp
 
 
@@ -408,6 +416,45 @@ def register_clean_tools(mcp: MCPServer) -> None:
 
 
 # --- end of clean stage demo tools --------------------------------------------
+
+
+# --- paging demo tools (issue 15) ---------------------------------------------
+# Deterministic tables large enough to cut, annotated read-only so a gateway
+# may call them again to serve a page; live_feed changes on every call.
+
+LIVE_CALLS = [0]
+
+
+def export_rows_data(count: int, seed: int = 13) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    return [
+        {
+            "id": i,
+            "sku": f"SKU-{rnd.randrange(10000):04d}",
+            "warehouse": rnd.choice(["LIS-1", "OSA-2", "NBO-1", "YUL-3", "KRK-1"]),
+            "on_hand": rnd.randrange(1000),
+            "price": round(rnd.uniform(0.5, 999), 2),
+            "note": rnd.choice(["ok", "recount", "damaged box", "Zoë's shelf", "naïve café"]),
+        }
+        for i in range(1, count + 1)
+    ]
+
+
+def register_paging_tools(mcp: MCPServer) -> None:
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @mcp.tool(description="Export `count` stock rows (a large table, read-only).", annotations=read_only)
+    def export_rows(count: int = 30000) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(export_rows_data(count), ensure_ascii=False))])
+
+    @mcp.tool(description="A feed of `count` rows that changes on every call (read-only).", annotations=read_only)
+    def live_feed(count: int = 2000) -> CallToolResult:
+        LIVE_CALLS[0] += 1
+        rows = [{"seq": i, "call": LIVE_CALLS[0], "value": (i * 7919 + LIVE_CALLS[0]) % 1000} for i in range(count)]
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(rows))])
+
+
+# --- end of paging demo tools -------------------------------------------------
 
 
 class DemoTransport:

@@ -7,21 +7,20 @@
 //! [`HostError`]; it decides nothing. Every call that can fail returns a
 //! `Result`, and the driver acts on each one: a refused body write turns the
 //! rest of the stream into a byte-identical pass-through, a refused callout
-//! fails the trim open, a refused metric or property is logged.
+//! fails the trim open (or the page call with a tool error), a refused
+//! local reply sends the request on to the server as it came, a refused
+//! shared-data write keeps no page, a refused metric or property is
+//! logged.
 //!
-//! Later work has its place here, added when something uses it (proxy-wasm
-//! ABI 0.2.1 has each call):
-//! - a local response answered by the plugin without reaching the server
-//!   (`proxy_send_local_response`): `fn send_local_response(&mut self,
-//!   status: u16, headers: &[(&str, &str)], body: &[u8]) -> HostResult<()>`;
-//! - callouts to any cluster: [`LlmRequest::cluster`] already names it;
+//! Callouts go to any cluster [`LlmRequest::cluster`] names: the trim
+//! endpoint, or the route's own cluster for a re-issued tool call.
 //!
 //! Shared data carries a compare-and-swap version (proxy-wasm
 //! `proxy_get_shared_data` / `proxy_set_shared_data`): a writer that read a
 //! key at version `cas` replaces it only if nobody wrote it since, which is
-//! what keeps one stream from overwriting another's record.
+//! what keeps one stream from overwriting another's record or page index.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::callout::LlmRequest;
 
@@ -92,10 +91,13 @@ pub enum LogLevel {
 /// The calls the core makes. Body calls address the buffer of the current
 /// callback; outside a body callback (a callout reply, trailers) the
 /// response body is writable only while the response is paused, and a host
-/// refuses otherwise.
+/// refuses otherwise. Stream calls made outside any stream (a timer) are
+/// refused.
 pub trait Host {
     /// One header value; `None` when absent (or not UTF-8).
     fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>>;
+    /// Every header of a map, in order (pairs that are not UTF-8 left out).
+    fn headers(&self, map: Headers) -> HostResult<Vec<(String, String)>>;
     fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()>;
     fn remove_header(&mut self, map: Headers, name: &str) -> HostResult<()>;
 
@@ -115,6 +117,15 @@ pub trait Host {
     fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()>;
     /// Lets a paused direction go on (after the callback that calls it).
     fn resume(&mut self, direction: Direction) -> HostResult<()>;
+    /// Answers the request with this response instead of the server's
+    /// (proxy-wasm `send_local_response`): the request never reaches the
+    /// server. Only while the request has not gone on.
+    fn send_local_response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> HostResult<()>;
 
     /// Data shared by every stream of the host (all workers of one Envoy):
     /// the value and its version (never 0), `None` when the key is absent.
@@ -127,6 +138,8 @@ pub trait Host {
     /// Fills `out` with random bytes fit for secrets (proxy-wasm: WASI
     /// `random_get`, which Envoy backs with BoringSSL's `RAND_bytes`).
     fn random(&mut self, out: &mut [u8]) -> HostResult<()>;
+    /// Calls [`crate::driver::tick`] every `period` (a plugin-wide timer).
+    fn set_tick_period(&mut self, period: Duration) -> HostResult<()>;
 
     /// Adds `by` to a counter of [`crate::report::all_metrics`].
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()>;

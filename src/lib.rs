@@ -16,8 +16,10 @@ pub mod json;
 pub mod marker;
 pub mod mcp;
 pub mod outcome;
+pub mod page;
 pub mod pipeline;
 pub mod report;
+pub mod shared;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod sse;

@@ -16,6 +16,10 @@ pub enum Stage {
     Trim,
     /// The optional intent argument added to `tools/list` input schemas.
     Advertise,
+    /// The per-tool budget: a result cut to fit.
+    Budget,
+    /// The page tool: a page served, or a page call refused.
+    Page,
     /// Operator field rules and agent queries (JMESPath).
     Project,
 }
@@ -29,6 +33,8 @@ impl Stage {
             Stage::Clean => "clean",
             Stage::Trim => "trim",
             Stage::Advertise => "advertise",
+            Stage::Budget => "budget",
+            Stage::Page => "page",
             Stage::Project => "project",
         }
     }
@@ -42,6 +48,12 @@ pub enum Outcome {
     Cleaned,
     Annotated,
     Trimmed,
+    /// A result cut to its budget (lossy: the rest is paged or gone).
+    Cut,
+    /// A page served from this gateway's store.
+    Paged,
+    /// A page served by calling the tool again.
+    Reissued,
     /// Operator rules dropped fields.
     Projected,
     /// The agent's query replaced the block with its result.
@@ -57,6 +69,9 @@ impl Outcome {
         Outcome::Cleaned,
         Outcome::Annotated,
         Outcome::Trimmed,
+        Outcome::Cut,
+        Outcome::Paged,
+        Outcome::Reissued,
         Outcome::Projected,
         Outcome::Queried,
     ];
@@ -67,6 +82,9 @@ impl Outcome {
             Outcome::Cleaned => "cleaned",
             Outcome::Annotated => "annotated",
             Outcome::Trimmed => "trimmed",
+            Outcome::Cut => "cut",
+            Outcome::Paged => "paged",
+            Outcome::Reissued => "reissued",
             Outcome::Projected => "projected",
             Outcome::Queried => "queried",
             Outcome::Passthrough(_) => "passthrough",
@@ -220,6 +238,25 @@ reasons! {
     /// while the plugin held bytes of an unfinished message: they went with
     /// the stream.
     LostAtReset => "lost_at_reset",
+    /// Budget: the notice alone fills the budget; the result passes whole.
+    BudgetTooSmall => "budget_too_small",
+    /// Budget: the pages of a cut result could not be kept in this
+    /// gateway's store (more than it holds, or no shared data).
+    PageNotKept => "page_not_kept",
+    /// Page tool: called without a `handle` string.
+    PageMissing => "page_missing",
+    /// Page tool: a handle this plugin did not write, or signed with another key.
+    PageForged => "page_forged",
+    /// Page tool: a well-formed handle whose page is not held here and cannot be rebuilt.
+    PageUnknown => "page_unknown",
+    /// Page tool: the handle's time to live has passed.
+    PageExpired => "page_expired",
+    /// Page tool: the handle belongs to another MCP session or server.
+    PageForeign => "page_foreign",
+    /// Page tool: calling the tool again gave a different result.
+    PageChanged => "page_changed",
+    /// Page tool: calling the tool again failed (status, timeout, not sent).
+    PageReissueFailed => "page_reissue_failed",
     /// Trim: the agent's query already cut the block to what it asked for.
     TrimQueryApplied => "trim_query_applied",
     /// Project: no keep or drop rule removed anything.

@@ -13,9 +13,11 @@
 //!    query the agent wrote says exactly what it wants, so a block it applied
 //!    to is not trimmed as well (`trim_query_applied`); an intent still trims
 //!    what operator rules left;
-//! 3. `tools/list` results get the optional decode hint and the intent and
-//!    query arguments;
-//! 4. each changed string is spliced back at its byte span.
+//! 3. per result of a tool with a budget: cut to fit what the stages left,
+//!    the rest kept as pages ([`budget`]; after every other stage);
+//! 4. `tools/list` results get the optional decode hint and the intent and
+//!    query arguments (and the page tool, where paging is on);
+//! 5. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
 //! everything up to it and returns a [`Job`]; the host performs
@@ -38,10 +40,13 @@ use crate::marker::MARKER_PREFIX;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
+use crate::shared::SessionStore;
 use crate::stage::clean::{self, Framing};
 use crate::stage::project::{self, Query, Refusal};
 use crate::stage::{self, trim};
 
+mod budget;
+pub use budget::{page_tool, PageContext};
 /// One tool of a listing: its name and which of the plugin's arguments its
 /// own schema declares (none: the tool does not).
 pub type Listed = (String, Vec<String>);
@@ -60,6 +65,12 @@ struct Block {
     tool: Option<String>,
     index: usize,
     policy: Policy,
+    /// The text is a TOON emission (with the policy's header).
+    encoded: bool,
+    /// An LLM rewrote the block.
+    trimmed: bool,
+    /// The budget step wrote the block's result already.
+    written: bool,
     /// The result carries `structuredContent`.
     structured: bool,
     /// The call declared an intent past `trim.max_intent_bytes`.
@@ -243,6 +254,11 @@ pub struct Job {
     edits: Edits,
     blocks: Vec<Block>,
     trim: Option<TrimPlan>,
+    /// Results of tools with a budget.
+    shapes: Vec<budget::Shape>,
+    /// `tools/list` results, where the page tool may be listed.
+    listings: Vec<Range<usize>>,
+    scope: ServerScope,
     /// The tools of the listings in the body that trim, with the plugin's
     /// arguments their own schemas declare (see [`crate::exchange`]).
     listed: Vec<Listed>,
@@ -329,7 +345,10 @@ pub fn start_borrowed(
     random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Job> {
     let found = read(settings, scope, request, body, report, random)?;
-    let idle = found.blocks.is_empty() && found.edits.is_empty() && found.listed.is_empty();
+    let idle = found.blocks.is_empty()
+        && found.edits.is_empty()
+        && found.listed.is_empty()
+        && found.listings.is_empty();
     (!idle).then(|| found.into_job(body.to_string()))
 }
 
@@ -338,6 +357,9 @@ struct Found {
     edits: Edits,
     blocks: Vec<Block>,
     trim: Option<TrimPlan>,
+    shapes: Vec<budget::Shape>,
+    listings: Vec<Range<usize>>,
+    scope: ServerScope,
     listed: Vec<Listed>,
 }
 
@@ -348,6 +370,9 @@ impl Found {
             edits: self.edits,
             blocks: self.blocks,
             trim: self.trim,
+            shapes: self.shapes,
+            listings: self.listings,
+            scope: self.scope,
             listed: self.listed,
         }
     }
@@ -366,6 +391,8 @@ fn read(
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
+    let mut shapes = Vec::new();
+    let mut listings = Vec::new();
     let mut listed = Vec::new();
     // One pass over the body: messages, results and their items as spans
     // (mcp::scan_response).
@@ -380,6 +407,15 @@ fn read(
         };
         if call.method == mcp::TOOLS_CALL {
             let found = tool_call_blocks(settings, scope, body, call, message, report);
+            if found.iter().any(|b| b.policy.budget.is_some()) {
+                // A result with a budget is read again as a whole, for the
+                // spans of its items (budget::Shape).
+                let shape = message
+                    .result
+                    .and_then(|r| serde_json::from_str::<&RawValue>(r).ok())
+                    .and_then(|r| budget::Shape::of(body, call, r));
+                shapes.extend(shape);
+            }
             intents.extend(found.iter().map(|_| call.intent.clone()));
             blocks.extend(found);
         } else if call.method == mcp::TOOLS_LIST {
@@ -389,6 +425,9 @@ fn read(
                 .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
             if let Some(result) = result {
                 listing(settings, scope, body, call, result, &mut edits, report);
+                if settings.paging_anywhere() {
+                    listings.extend(Edits::span_of(body, result));
+                }
                 listed.extend(declaring(settings, scope, result));
             }
         }
@@ -402,6 +441,9 @@ fn read(
         edits,
         blocks,
         trim,
+        shapes,
+        listings,
+        scope,
         listed,
     })
 }
@@ -413,27 +455,36 @@ impl Job {
     }
 
     /// Applies the callout's reply (or its absence), encodes, and returns
-    /// the body to send when anything changed.
+    /// the body to send when anything changed. Results over a budget are
+    /// cut without pages (no store, no handles).
     pub fn finish(
         self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
-        let mut budget = stage::toon::Budget::per_response();
-        self.finish_within(settings, reply, &mut budget, report)
+        let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
+        let mut cx = PageContext {
+            host: &mut host,
+            binding: [0; 8],
+            cluster: None,
+        };
+        let mut toon = stage::toon::Budget::per_response();
+        self.finish_with(settings, reply, &mut toon, &mut cx, report)
     }
 
     /// [`Job::finish`], drawing the TOON stage's generic-path work from
-    /// `budget` (an event stream shares one across its events).
-    pub fn finish_within(
+    /// `toon` (an event stream shares one across its events) and keeping
+    /// the pages of cut results where `cx` says.
+    pub fn finish_with<H: SessionStore + ?Sized>(
         self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
-        budget: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Budget,
+        cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> Output {
-        self.finish_keeping_original(settings, reply, budget, report)
+        self.finish_keeping_original(settings, reply, toon, cx, report)
             .0
     }
 
@@ -466,26 +517,47 @@ impl Job {
         self.body.into_bytes()
     }
 
-    /// [`Job::finish`], handing back the original body too when a new one
-    /// replaces it: a host that refuses the new body gets the original.
-    pub fn finish_keeping_original(
+    /// [`Job::finish_with`], handing back the original body too when a new
+    /// one replaces it: a host that refuses the new body gets the original.
+    pub fn finish_keeping_original<H: SessionStore + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&trim::LlmReply>,
-        budget: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Budget,
+        cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
             apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
-        for block in &mut self.blocks {
-            let encoded = encode(block, settings, budget, report);
-            block.note_line(!settings.marker_key.is_empty());
-            block.cap(encoded, report);
-            block.sign(&settings.marker_key);
+        self.stages(settings, toon, report);
+        budget::apply(
+            settings,
+            &self.body,
+            &self.shapes,
+            &mut self.blocks,
+            cx,
+            &mut self.edits,
+            report,
+        );
+        for span in &self.listings {
+            let Some(text) = self.body.get(span.clone()) else {
+                continue;
+            };
+            let Ok(result) = serde_json::from_str::<&RawValue>(text) else {
+                continue;
+            };
+            budget::listing(
+                settings,
+                self.scope,
+                &self.body,
+                result,
+                cx,
+                &mut self.edits,
+            );
         }
         for block in &self.blocks {
-            if block.changed {
+            if block.changed && !block.written {
                 match serde_json::to_string(&block.text) {
                     Ok(literal) => self.edits.replace_span(block.span.clone(), literal),
                     Err(_) => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
@@ -504,6 +576,86 @@ impl Job {
             None => (Output::Unchanged(self.body.into_bytes()), None),
         }
     }
+
+    /// TOON, the trim note line, the cap, and the marker tag last, on
+    /// every block.
+    fn stages(&mut self, settings: &Settings, toon: &mut stage::toon::Budget, report: &mut Report) {
+        for block in &mut self.blocks {
+            let encoded = encode(block, settings, toon, report);
+            block.encoded = encoded;
+            block.note_line(!settings.marker_key.is_empty());
+            block.cap(encoded, report);
+            block.sign(&settings.marker_key);
+        }
+    }
+}
+
+/// One text item of a result after every stage but the budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalItem {
+    /// Index in `content[]`.
+    pub index: usize,
+    pub text: String,
+    pub framing: Framing,
+}
+
+/// The text items of the result in `message` (a JSON-RPC response with
+/// id `id` to a `tools/call` of `tool` with the agent's `query`) as the
+/// stages leave them before the budget, without trim: a page rebuilt by
+/// calling the tool again. `None` when the message is no successful tool
+/// result.
+pub fn final_items(
+    settings: &Settings,
+    scope: ServerScope,
+    id: &str,
+    tool: Option<&str>,
+    query: Option<&str>,
+    message: &str,
+) -> Option<Vec<FinalItem>> {
+    let request = RequestInfo {
+        calls: vec![Call {
+            id: id.to_string(),
+            method: mcp::TOOLS_CALL.to_string(),
+            tool: tool.map(str::to_string),
+            query: query.map(str::to_string),
+            ..Call::default()
+        }],
+        ..RequestInfo::default()
+    };
+    let mut report = Report::default();
+    let mut job = start(
+        settings,
+        scope,
+        &request,
+        message.as_bytes().to_vec(),
+        &mut report,
+        // No trim on a page rebuilt, so no trim boundaries to draw.
+        &mut |_| false,
+    )
+    .ok()?;
+    job.trim = None;
+    if job.blocks.is_empty() {
+        return None;
+    }
+    job.stages(
+        settings,
+        &mut stage::toon::Budget::per_response(),
+        &mut report,
+    );
+    Some(
+        job.blocks
+            .into_iter()
+            .map(|b| FinalItem {
+                index: b.index,
+                framing: if b.encoded {
+                    Framing::Toon(b.policy.toon.header)
+                } else {
+                    Framing::Text
+                },
+                text: b.text,
+            })
+            .collect(),
+    )
 }
 
 /// Stage 2 planning: which blocks the one callout covers.
@@ -613,6 +765,7 @@ fn apply_trim(
                 block.text = e.to_string();
                 block.changed = true;
                 block.trim_note = Some(note.clone());
+                block.trimmed = true;
             }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }
@@ -743,6 +896,9 @@ fn tool_call_blocks(
             tool: call.tool.clone(),
             index,
             policy: policy.clone(),
+            encoded: false,
+            trimmed: false,
+            written: false,
             structured,
             intent_too_long: call.intent_too_long,
             trim_note: None,

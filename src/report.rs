@@ -9,6 +9,9 @@ use crate::outcome::{Outcome, Reason, Stage};
 
 /// Prefix of every metric the plugin defines.
 pub const METRIC_PREFIX: &str = "mcp_toon";
+/// Response header summarising the decisions when headers were held (and
+/// on the page tool's replies).
+pub const SUMMARY_HEADER: &str = "x-mcp-toon";
 
 /// One decision about one block (or a whole response when `block` is None).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +48,33 @@ impl Decision {
     }
 }
 
+/// Counters of the page store: pages written, evicted to make room, and
+/// emptied after their time to live.
+pub const STORE_COUNTERS: [&str; 3] = ["page_stored", "page_evicted", "page_expired"];
+/// Gauges of the page store: bytes and pages held (all workers).
+pub const STORE_GAUGES: [&str; 2] = ["page_store_bytes", "page_store_pages"];
+
+impl crate::page::store::Figures {
+    /// The counters these figures move, with their amounts.
+    pub fn counters(&self) -> Vec<(String, u64)> {
+        [self.stored, self.evicted, self.expired]
+            .iter()
+            .zip(STORE_COUNTERS)
+            .filter(|(n, _)| **n > 0)
+            .map(|(n, c)| (format!("{METRIC_PREFIX}_{c}"), *n))
+            .collect()
+    }
+
+    /// The gauges these figures set.
+    pub fn gauges(&self) -> Vec<(String, u64)> {
+        [self.bytes, self.pages]
+            .iter()
+            .zip(STORE_GAUGES)
+            .map(|(n, g)| (format!("{METRIC_PREFIX}_{g}"), *n))
+            .collect()
+    }
+}
+
 /// Metric counting passthroughs for `reason`.
 pub fn metric_passthrough(reason: Reason) -> String {
     format!("{METRIC_PREFIX}_passthrough_{}", reason.as_str())
@@ -64,6 +94,9 @@ pub fn all_metrics() -> Vec<String> {
     for o in Outcome::CHANGES {
         names.push(format!("{METRIC_PREFIX}_{}", o.as_str()));
     }
+    for c in STORE_COUNTERS {
+        names.push(format!("{METRIC_PREFIX}_{c}"));
+    }
     names.push(format!("{METRIC_PREFIX}_bytes_before"));
     names.push(format!("{METRIC_PREFIX}_bytes_after"));
     names
@@ -76,6 +109,9 @@ pub struct Report {
     /// Decisions dropped from the front of a long-lived stream's record
     /// after they were counted (see [`Report::forget_oldest`]).
     pub omitted: usize,
+    /// The page store after this stream last wrote to it (counters and
+    /// gauges, not part of the record); a host takes it when it counts.
+    pub store: Option<crate::page::store::Figures>,
 }
 
 #[derive(Serialize)]

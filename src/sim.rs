@@ -2,7 +2,9 @@
 //! would (request, response headers, the body in chunks, trailers, callout
 //! replies), on the in-memory host, so tests, fuzz targets and benchmarks
 //! exercise the whole stream logic — the driver included — without a
-//! proxy. Host calls can be refused on demand ([`Script::refuse`]).
+//! proxy. Host calls can be refused on demand ([`Script::refuse`]). A
+//! request the driver answers itself (a local reply: the page tool) never
+//! reaches the server, and no response is played.
 //! Compiled for tests and with the `sim` feature.
 
 use std::collections::HashSet;
@@ -11,10 +13,11 @@ use std::sync::Arc;
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::{Call, MemoryHost};
+use crate::driver::{Call, LocalReply, MemoryHost};
 use crate::driver::{Driver, Vm};
 use crate::host::Direction;
 use crate::report::Report;
+use crate::shared::SharedMemory;
 
 /// What the client and the server saw.
 #[derive(Debug)]
@@ -29,9 +32,11 @@ pub struct Transcript {
     pub content_length: Option<usize>,
     /// The trailers reached the client.
     pub trailers_sent: bool,
-    /// The response was still stopped after its end: a real stream would
-    /// stall until a timeout.
+    /// The request or the response was still stopped after its end: a
+    /// real stream would stall until a timeout.
     pub stalled: bool,
+    /// The response the driver sent itself instead of the server's.
+    pub local_reply: Option<LocalReply>,
     pub callouts: Vec<LlmRequest>,
     pub report: Report,
     /// The host, for its counters, properties and logs.
@@ -57,6 +62,14 @@ pub struct Script<'a> {
     pub reset_after: Option<usize>,
     /// Host calls to refuse (see [`MemoryHost::refuse`]).
     pub refuse: HashSet<(Call, usize)>,
+    /// More request headers (`mcp-session-id`, `:authority`…).
+    pub request_headers: &'a [(&'a str, &'a str)],
+    /// Stream properties (`xds.cluster_name`…), as `(path joined by '.',
+    /// value)`.
+    pub properties: &'a [(&'a str, &'a str)],
+    /// The host's shared data when the exchange starts (pages of earlier
+    /// exchanges); the transcript's host has it after.
+    pub shared: SharedMemory,
 }
 
 impl<'a> Script<'a> {
@@ -74,6 +87,9 @@ impl<'a> Script<'a> {
             response_trailers: false,
             reset_after: None,
             refuse: HashSet::new(),
+            request_headers: &[],
+            properties: &[],
+            shared: SharedMemory::default(),
         }
     }
 
@@ -91,6 +107,15 @@ impl<'a> Script<'a> {
         ]);
         host.callouts_allowed = true;
         host.refuse = self.refuse.clone();
+        for (name, value) in self.request_headers {
+            host.set_request_header(name, value);
+        }
+        for (path, value) in self.properties {
+            host.properties
+                .insert(path.to_string(), value.as_bytes().to_vec());
+        }
+        host.shared = self.shared.clone();
+        host.set_now_ms(self.shared.now_ms);
         let mut driver = Driver::new(settings, Rc::new(Vm::default()));
         let mut answered = 0;
         let req = Direction::Request;
@@ -104,6 +129,12 @@ impl<'a> Script<'a> {
             if self.request_trailers {
                 host.trailers(&mut driver, req);
             }
+        }
+        // A call the request made (a page call's re-issued tool call).
+        answer(&mut host, &mut driver, &mut answered, reply);
+        if host.local_reply.is_some() {
+            host.end(&mut driver);
+            return self.transcript(host, driver, false);
         }
         let length = self.response.len().to_string();
         let mut headers = vec![
@@ -135,8 +166,13 @@ impl<'a> Script<'a> {
             }
         }
         host.end(&mut driver);
+        self.transcript(host, driver, reset)
+    }
+
+    fn transcript(&self, host: MemoryHost, driver: Driver, reset: bool) -> Transcript {
+        let (req, resp) = (Direction::Request, Direction::Response);
         Transcript {
-            stalled: !reset && host.stopped(resp),
+            stalled: !reset && (host.stopped(resp) || host.stopped(req)),
             request_sent: host.sent(req).to_vec(),
             response_sent: host.sent(resp).to_vec(),
             held_headers: host.headers_held(resp),
@@ -144,6 +180,7 @@ impl<'a> Script<'a> {
                 .header_value(resp, "content-length")
                 .and_then(|v| v.parse().ok()),
             trailers_sent: host.trailers_sent(resp),
+            local_reply: host.local_reply.clone(),
             callouts: host.callouts.clone(),
             report: driver.report().clone(),
             host,

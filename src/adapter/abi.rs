@@ -93,6 +93,18 @@ extern "C" {
         cas: u32,
     ) -> u32;
     fn proxy_continue_stream(stream: u32) -> u32;
+    fn proxy_get_header_map_pairs(kind: u32, data: *mut *mut u8, size: *mut usize) -> u32;
+    fn proxy_send_local_response(
+        status: u32,
+        details: *const u8,
+        details_len: usize,
+        body: *const u8,
+        body_len: usize,
+        headers: *const u8,
+        headers_len: usize,
+        grpc_status: i32,
+    ) -> u32;
+    fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     fn proxy_http_call(
         upstream: *const u8,
         upstream_len: usize,
@@ -111,6 +123,14 @@ extern "C" {
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
     fn proxy_record_metric(id: u32, value: u64) -> u32;
+}
+
+// WASI preview 1, which Envoy's proxy-wasm host implements
+// (proxy-wasm-cpp-host `wasi_unstable_random_get`: BoringSSL `RAND_bytes`,
+// at most 64 KiB per call).
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    fn random_get(buf: *mut u8, len: usize) -> u16;
 }
 
 /// Memory the host asks for (`proxy_on_memory_allocate`) to hand a buffer
@@ -225,8 +245,8 @@ pub fn get_shared_data(key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
     }
 }
 
-/// Stores a value if the key is still at version `cas` (0: whatever it
-/// holds).
+/// Stores a value if the key is still at version `cas` (0: whatever it is
+/// at); `CasMismatch` otherwise.
 pub fn set_shared_data(key: &str, value: &[u8], cas: u32) -> HostResult<()> {
     // SAFETY: `key` and `value` are live slices for the call.
     status(unsafe {
@@ -234,20 +254,92 @@ pub fn set_shared_data(key: &str, value: &[u8], cas: u32) -> HostResult<()> {
     })
 }
 
-#[link(wasm_import_module = "wasi_snapshot_preview1")]
-extern "C" {
-    /// WASI preview 1 `random_get` (proxy-wasm-cpp-host answers it with
-    /// BoringSSL's `RAND_bytes`); returns a WASI errno, 0 on success.
-    fn random_get(buf: *mut u8, len: usize) -> u16;
+/// Every header of a map, in order (`Ok(empty)` when there are none).
+/// Pairs that are not UTF-8 are left out.
+pub fn get_headers(kind: Headers) -> HostResult<Vec<(String, String)>> {
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: out-pointers to locals.
+    let code = unsafe { proxy_get_header_map_pairs(kind as u32, &mut data, &mut size) };
+    match code {
+        OK => Ok(parse_pairs(&owned(data, size))),
+        NOT_FOUND => Ok(Vec::new()),
+        other => Err(HostError(other)),
+    }
 }
 
-/// Fills `out` with random bytes from the host.
-pub fn random(out: &mut [u8]) -> HostResult<()> {
-    // SAFETY: `out` is a live, writable slice for the call.
-    match unsafe { random_get(out.as_mut_ptr(), out.len()) } {
-        0 => Ok(()),
-        errno => Err(HostError(u32::from(errno))),
+/// The pairs encoding [`pairs`] writes, read back; a truncated map ends
+/// where its bytes do.
+fn parse_pairs(bytes: &[u8]) -> Vec<(String, String)> {
+    let u32_at = |at: usize| -> Option<usize> {
+        let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        usize::try_from(u32::from_le_bytes(b)).ok()
+    };
+    let Some(count) = u32_at(0) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut p = count.saturating_mul(8).saturating_add(4);
+    for n in 0..count {
+        let at = n.saturating_mul(8).saturating_add(4);
+        let (Some(k), Some(v)) = (u32_at(at), u32_at(at.saturating_add(4))) else {
+            break;
+        };
+        let key = bytes.get(p..p.saturating_add(k));
+        p = p.saturating_add(k).saturating_add(1);
+        let value = bytes.get(p..p.saturating_add(v));
+        p = p.saturating_add(v).saturating_add(1);
+        let (Some(key), Some(value)) = (key, value) else {
+            break;
+        };
+        if let (Ok(key), Ok(value)) = (std::str::from_utf8(key), std::str::from_utf8(value)) {
+            out.push((key.to_string(), value.to_string()));
+        }
     }
+    out
+}
+
+/// Answers the current request with this response instead of the
+/// upstream's (ABI `send_local_response`; Envoy's `sendLocalReply`).
+pub fn send_local_response(
+    status: u16,
+    details: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HostResult<()> {
+    let headers = pairs(headers);
+    // SAFETY: every slice is live for the call; -1: not gRPC.
+    self::status(unsafe {
+        proxy_send_local_response(
+            u32::from(status),
+            details.as_ptr(),
+            details.len(),
+            body.as_ptr(),
+            body.len(),
+            headers.as_ptr(),
+            headers.len(),
+            -1,
+        )
+    })
+}
+
+/// Calls the root context's `proxy_on_tick` every `period`.
+pub fn set_tick_period(period: Duration) -> HostResult<()> {
+    let ms = u32::try_from(period.as_millis()).unwrap_or(u32::MAX);
+    // SAFETY: no pointers.
+    status(unsafe { proxy_set_tick_period_milliseconds(ms) })
+}
+
+/// Fills `buf` with random bytes from the host (WASI `random_get`); its
+/// errno as the error.
+pub fn random(buf: &mut [u8]) -> HostResult<()> {
+    for chunk in buf.chunks_mut(65_536) {
+        // SAFETY: `chunk` is a live, writable slice of `len` bytes.
+        let errno = unsafe { random_get(chunk.as_mut_ptr(), chunk.len()) };
+        if errno != 0 {
+            return Err(HostError(u32::from(errno)));
+        }
+    }
+    Ok(())
 }
 
 /// Starts an HTTP call to an Envoy cluster; returns its token.

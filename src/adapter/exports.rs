@@ -117,7 +117,7 @@ pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
 #[no_mangle]
 pub extern "C" fn proxy_on_context_create(id: u32, parent: u32) {
     if parent == 0 {
-        ROOTS.with(|r| r.borrow_mut().insert(id, Root::default()));
+        ROOTS.with(|r| r.borrow_mut().insert(id, Root::new(id)));
         return;
     }
     let Some(stream) = ROOTS.with(|r| r.borrow().get(&parent).map(|root| root.stream(id))) else {
@@ -147,6 +147,15 @@ pub extern "C" fn proxy_on_configure(root: u32, size: usize) -> u32 {
             .is_some_and(|r| r.configure(size))
     });
     u32::from(accepted)
+}
+
+#[no_mangle]
+pub extern "C" fn proxy_on_tick(root: u32) {
+    ROOTS.with(|r| {
+        if let Some(root) = r.borrow().get(&root) {
+            root.tick();
+        }
+    });
 }
 
 #[no_mangle]

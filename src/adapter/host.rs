@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use super::abi::{self, Buffer, Headers as Map};
 use super::exports::CALLOUTS;
 use crate::callout::LlmRequest;
-use crate::driver::{HELD_BYTES_MAX, VM_MEMORY_BYTES};
+use crate::driver::all_gauges;
 use crate::host::{Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
 use crate::report::all_metrics;
 
@@ -21,7 +21,7 @@ const NOT_FOUND: HostError = HostError(1);
 #[derive(Default)]
 pub struct Metrics {
     counters: HashMap<String, u32>,
-    gauges: HashMap<&'static str, u32>,
+    gauges: HashMap<String, u32>,
 }
 
 impl Metrics {
@@ -32,9 +32,9 @@ impl Metrics {
             .into_iter()
             .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
             .collect();
-        let gauges = [HELD_BYTES_MAX, VM_MEMORY_BYTES]
+        let gauges = all_gauges()
             .into_iter()
-            .filter_map(|name| abi::define_gauge(name).ok().map(|id| (name, id)))
+            .filter_map(|name| abi::define_gauge(&name).ok().map(|id| (name, id)))
             .collect();
         Self { counters, gauges }
     }
@@ -85,6 +85,10 @@ impl Host for Envoy {
         abi::get_header(map(h), name)
     }
 
+    fn headers(&self, h: Headers) -> HostResult<Vec<(String, String)>> {
+        abi::get_headers(map(h))
+    }
+
     fn set_header(&mut self, h: Headers, name: &str, value: &str) -> HostResult<()> {
         abi::set_header(map(h), name, Some(value))
     }
@@ -129,6 +133,21 @@ impl Host for Envoy {
         Ok(())
     }
 
+    fn send_local_response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> HostResult<()> {
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        // The details show in Envoy's access logs (`%RESPONSE_CODE_DETAILS%`):
+        // the page tool is the one local reply.
+        abi::send_local_response(status, "mcp_toon_page", &headers, body)
+    }
+
     fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
         abi::get_shared_data(key)
     }
@@ -139,6 +158,10 @@ impl Host for Envoy {
 
     fn random(&mut self, out: &mut [u8]) -> HostResult<()> {
         abi::random(out)
+    }
+
+    fn set_tick_period(&mut self, period: Duration) -> HostResult<()> {
+        abi::set_tick_period(period)
     }
 
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()> {

@@ -1,5 +1,5 @@
 //! A root context: one plugin configuration, checked once; the streams it
-//! creates share it and its metrics.
+//! creates share it and its metrics. Its timer is the driver's.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -7,10 +7,12 @@ use std::sync::Arc;
 use super::abi;
 use super::host::{Envoy, Metrics};
 use crate::config::Settings;
-use crate::driver::{Driver, Vm};
+use crate::driver::{self, Driver, Vm};
 
 #[derive(Default)]
 pub struct Root {
+    /// The root context's id: plugin-wide host calls address it.
+    id: u32,
     settings: Arc<Settings>,
     metrics: Rc<Metrics>,
     vm: Rc<Vm>,
@@ -35,6 +37,7 @@ impl Root {
             Ok(settings) => {
                 self.settings = Arc::new(settings);
                 self.metrics = Rc::new(Metrics::define());
+                driver::configured(&mut self.host(), &self.settings);
                 log::info!("mcp-toon: configuration accepted");
                 true
             }
@@ -43,6 +46,23 @@ impl Root {
                 false
             }
         }
+    }
+
+    pub fn new(id: u32) -> Self {
+        Root {
+            id,
+            ..Root::default()
+        }
+    }
+
+    /// `proxy_on_tick`: the timer [`driver::configured`] asked for.
+    pub fn tick(&self) {
+        driver::tick(&mut self.host(), &self.settings);
+    }
+
+    /// Envoy as the root context sees it (no stream).
+    fn host(&self) -> Envoy {
+        Envoy::new(self.id, Rc::clone(&self.metrics))
     }
 
     pub fn stream(&self, id: u32) -> (Driver, Envoy) {

@@ -233,6 +233,7 @@ pub fn measure_body(
             .map(block_texts)
             .unwrap_or_default()
     };
+    let after = budget_cuts(driver.report(), &before, after);
     rows(driver.report(), &before, &after, tokenizer)
 }
 
@@ -263,6 +264,53 @@ fn tool_calls(ids: &[String], tool: Option<&str>, query: Option<(&str, &str)>) -
             many.iter().map(|id| call(id)).collect::<Vec<_>>().join(",")
         ),
     }
+}
+
+/// A result cut to its budget has a new `content` array: text items after
+/// the cut are gone and the notice is its last item. What an agent reads
+/// of the cut block is its first page and the notice, so the notice counts
+/// with that block, and the items left out count as empty.
+fn budget_cuts(
+    report: &Report,
+    before: &[(BlockKey, String)],
+    after: Vec<(BlockKey, String)>,
+) -> Vec<(BlockKey, String)> {
+    let mut after = after;
+    for d in &report.decisions {
+        if d.outcome != Outcome::Cut {
+            continue;
+        }
+        let (id, cut) = (d.id.clone(), d.block.unwrap_or(0));
+        // The notice is the result's last text item.
+        let notice_at = after.iter().rposition(|((i, _), _)| *i == id);
+        let notice = notice_at
+            .and_then(|n| after.get(n))
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default();
+        let text_at = |k: usize| {
+            after
+                .iter()
+                .position(|((i, b), _)| *i == id && *b == Some(k))
+                .filter(|&n| Some(n) != notice_at)
+                .and_then(|n| after.get(n))
+                .map(|(_, t)| t.clone())
+        };
+        let mut mine = Vec::new();
+        for ((_, b), _) in before.iter().filter(|((i, _), _)| *i == id) {
+            let text = match b {
+                Some(k) if *k < cut => text_at(*k).unwrap_or_default(),
+                Some(k) if *k == cut => match text_at(*k) {
+                    Some(shown) => format!("{shown}\n{notice}"),
+                    None => notice.clone(),
+                },
+                _ => String::new(),
+            };
+            mine.push(((id.clone(), *b), text));
+        }
+        after.retain(|((i, _), _)| *i != id);
+        after.extend(mine);
+    }
+    after
 }
 
 /// The outcome of a block no stage changed.

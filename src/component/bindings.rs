@@ -6,6 +6,7 @@
 // (raw pointers across the canonical ABI); nothing hand-written here is.
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::config::Settings;
@@ -15,7 +16,7 @@ wit_bindgen::generate!({
     world: "mcp-toon",
 });
 
-use exports::mcp_toon::plugin::core::{Guest, GuestProcessor, Processed, Processor};
+use exports::mcp_toon::plugin::core::{Guest, GuestProcessor, LocalReply, Processed, Processor};
 
 /// The component's exports.
 struct Component;
@@ -40,15 +41,20 @@ impl Guest for Component {
     }
 }
 
-/// The `processor` resource: a validated configuration.
+/// The `processor` resource: a validated configuration and the pages of
+/// the results it cut.
 struct ProcessorImpl {
     settings: Arc<Settings>,
+    pages: RefCell<super::Pages>,
 }
 
 impl GuestProcessor for ProcessorImpl {
     fn create(config: String) -> Result<Processor, String> {
         let settings = super::configure(&config)?;
-        Ok(Processor::new(ProcessorImpl { settings }))
+        Ok(Processor::new(ProcessorImpl {
+            settings,
+            pages: RefCell::new(super::Pages::default()),
+        }))
     }
 
     fn process_response(
@@ -57,13 +63,32 @@ impl GuestProcessor for ProcessorImpl {
         content_type: String,
         response_body: Vec<u8>,
     ) -> Processed {
-        let out = super::process(&self.settings, &request_body, &content_type, response_body);
+        let mut pages = self.pages.borrow_mut();
+        let out = super::process_with(
+            &self.settings,
+            &mut pages,
+            &request_body,
+            &content_type,
+            response_body,
+        );
         Processed {
             body: out.body,
             changed: out.changed,
             report: out.report.to_json(),
             summary: out.report.summary(),
         }
+    }
+
+    fn answer_request(&self, request_body: Vec<u8>, accept: String) -> Option<LocalReply> {
+        let mut pages = self.pages.borrow_mut();
+        super::answer_request(&self.settings, &mut pages, &request_body, &accept).map(|r| {
+            LocalReply {
+                status: r.status,
+                content_type: r.content_type,
+                body: r.body,
+                report: r.report.to_json(),
+            }
+        })
     }
 }
 

@@ -3,7 +3,10 @@
 //! proxy-wasm adapter it decides nothing: a `process-response` call is
 //! played as the host events of one HTTP exchange (request headers and
 //! body, response headers and body) on the in-memory host, and the
-//! [`Driver`] carries out what the core decides.
+//! [`Driver`] carries out what the core decides; an `answer-request` call
+//! plays the request alone and returns the local reply the driver sent,
+//! if any. A processor's shared data (the pages of the results it cut)
+//! lives in its [`Pages`], moved into each exchange's host and back.
 //!
 //! Built for `wasm32-wasip2` with `--features component` (default features
 //! on, so the same stages as the plugin, HTML → Markdown included); the
@@ -14,6 +17,7 @@
 #[cfg(target_arch = "wasm32")]
 mod bindings;
 
+use std::collections::hash_map::RandomState;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -23,7 +27,44 @@ use crate::driver::MemoryHost;
 use crate::driver::{Driver, Vm};
 use crate::host::Direction;
 use crate::report::Report;
+use crate::shared::{Entropy, SharedMemory};
 use crate::stage::project::Query;
+
+/// Where one processor keeps the pages of the results it cut: its own
+/// memory (a component instance shares nothing with other instances).
+/// Random bytes come from SipHash keyed by the standard library's
+/// per-process random keys (WASI `random` on wasm32-wasip2).
+#[derive(Debug)]
+pub struct Pages(SharedMemory);
+
+impl Default for Pages {
+    fn default() -> Self {
+        Pages(SharedMemory::with(Entropy::Keyed {
+            keys: RandomState::new(),
+            counter: 0,
+        }))
+    }
+}
+
+impl Pages {
+    /// A host for one exchange, holding the processor's shared data; its
+    /// clock reads the system's (pages have a time to live).
+    fn host(&mut self, accept: &str) -> MemoryHost {
+        let mut host =
+            MemoryHost::post(&[("content-type", "application/json"), ("accept", accept)]);
+        host.shared = std::mem::take(&mut self.0);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        host.set_now_ms(now);
+        host
+    }
+
+    /// The exchange is over: its shared data goes back to the processor.
+    fn keep(&mut self, host: &mut MemoryHost) {
+        self.0 = std::mem::take(&mut host.shared);
+    }
+}
 
 /// What one exchange came to: the body to send, whether it changed, and the
 /// decision record.
@@ -48,18 +89,33 @@ pub fn configure(config: &str) -> Result<Arc<Settings>, String> {
 ///
 /// This world imports no HTTP client, so the host refuses a trim callout:
 /// the core fails open and records why, as the plugin does when its host
-/// refuses a call.
+/// refuses a call. Results over their budget are cut without pages.
 pub fn process(
     settings: &Arc<Settings>,
     request_body: &[u8],
     content_type: &str,
     response_body: Vec<u8>,
 ) -> Processed {
+    let mut pages = Pages(SharedMemory::with(Entropy::None));
+    process_with(
+        settings,
+        &mut pages,
+        request_body,
+        content_type,
+        response_body,
+    )
+}
+
+/// [`process`], keeping the pages of cut results in `pages`.
+pub fn process_with(
+    settings: &Arc<Settings>,
+    pages: &mut Pages,
+    request_body: &[u8],
+    content_type: &str,
+    response_body: Vec<u8>,
+) -> Processed {
     let mut driver = Driver::new(Arc::clone(settings), Rc::new(Vm::default()));
-    let mut host = MemoryHost::post(&[
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-    ]);
+    let mut host = pages.host("application/json, text/event-stream");
     host.headers(&mut driver, Direction::Request, request_body.is_empty());
     if !request_body.is_empty() {
         host.body(&mut driver, Direction::Request, request_body, true);
@@ -75,12 +131,57 @@ pub fn process(
         host.body(&mut driver, Direction::Response, &response_body, true);
     }
     host.end(&mut driver);
+    pages.keep(&mut host);
     let sent = host.sent(Direction::Response);
     Processed {
         changed: sent != response_body.as_slice(),
         body: sent.to_vec(),
         report: driver.report().clone(),
     }
+}
+
+/// A response the processor sends itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+    pub report: Report,
+}
+
+/// `answer-request`: a request the plugin answers without the server (a
+/// call of the page tool, where paging is on), or `None`: send it to the
+/// server. The request is played on the in-memory host like the plugin's:
+/// this world imports no HTTP client, so a page this processor does not
+/// hold cannot be rebuilt by calling the tool again (the host refuses the
+/// call): the agent gets the page tool's error.
+pub fn answer_request(
+    settings: &Arc<Settings>,
+    pages: &mut Pages,
+    request_body: &[u8],
+    accept: &str,
+) -> Option<Reply> {
+    let mut driver = Driver::new(Arc::clone(settings), Rc::new(Vm::default()));
+    let mut host = pages.host(accept);
+    host.headers(&mut driver, Direction::Request, request_body.is_empty());
+    if !request_body.is_empty() {
+        host.body(&mut driver, Direction::Request, request_body, true);
+    }
+    host.end(&mut driver);
+    pages.keep(&mut host);
+    let reply = host.local_reply.take()?;
+    let content_type = reply
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    Some(Reply {
+        status: reply.status,
+        content_type,
+        body: reply.body,
+        report: driver.report().clone(),
+    })
 }
 
 /// `toon-encode`: bare TOON, or why not.
@@ -178,6 +279,66 @@ mod tests {
         assert!(record.contains("\"stage\":\"trim\""), "{record}");
         assert!(out.changed, "{record}");
         assert!(out.report.summary().contains("encoded=1"), "{record}");
+    }
+
+    #[test]
+    fn a_processor_keeps_pages_and_answers_the_page_tool() {
+        let s =
+            configure(r#"{"hold_headers":true,"budget":{"tokens":300},"paging":{"enabled":true}}"#)
+                .unwrap();
+        let rows: Vec<serde_json::Value> = (0..200)
+            .map(|i| serde_json::json!({"id": i, "name": format!("row {i}"), "ok": true}))
+            .collect();
+        let text = serde_json::Value::Array(rows.clone()).to_string();
+        let body = serde_json::json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":text}]}})
+            .to_string()
+            .into_bytes();
+        let mut pages = Pages::default();
+        let out = process_with(&s, &mut pages, CALL, "application/json", body);
+        assert!(
+            out.report.summary().contains("cut=1"),
+            "{}",
+            out.report.summary()
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.body).unwrap();
+        let mut notice = v["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut all: Vec<serde_json::Value> = serde_json::from_str(
+            &toon_decode(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        while let Some(at) = notice.find("{\"handle\":\"") {
+            let rest = &notice[at + 11..];
+            let handle = &rest[..rest.find('"').unwrap()];
+            let call = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"tools/call",
+                "params":{"name":"mcp_toon_page","arguments":{"handle":handle}}});
+            let reply = answer_request(
+                &s,
+                &mut pages,
+                call.to_string().as_bytes(),
+                "text/event-stream",
+            )
+            .unwrap();
+            assert_eq!(reply.content_type, "text/event-stream");
+            let data = String::from_utf8(reply.body).unwrap();
+            let data = data
+                .strip_prefix("event: message\ndata: ")
+                .unwrap()
+                .trim_end();
+            let v: serde_json::Value = serde_json::from_str(data).unwrap();
+            let page = v["result"]["content"][0]["text"].as_str().unwrap();
+            let json = toon_decode(page).unwrap_or_else(|_| page.to_string());
+            all.extend(serde_json::from_str::<Vec<serde_json::Value>>(&json).unwrap());
+            notice = v["result"]["content"][1]["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+        assert_eq!(all, rows);
+        // Anything else goes to the server.
+        assert!(answer_request(&s, &mut pages, CALL, "application/json").is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! Precedence, most specific first: the matching server's `tools` entry, the
 //! top-level `tools` entry, the matching server, the top level, defaults.
 
+mod budget;
 mod clean;
 mod error;
 pub mod project;
@@ -15,6 +16,9 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+pub use budget::{
+    Budget, BudgetPatch, PagingPatch, PagingSection, PagingSettings, Reissue, DEFAULT_PAGE_TOOL,
+};
 pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
 pub use project::{ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, Rules};
@@ -43,13 +47,18 @@ pub struct Patch {
     #[serde(default)]
     pub trim: TrimPatch,
     #[serde(default)]
+    pub budget: BudgetPatch,
+    #[serde(default)]
+    pub paging: PagingPatch,
+    #[serde(default)]
     pub project: ProjectPatch,
 }
 
 impl Patch {
     fn validate(&self, path: &str) -> Result<(), ConfigError> {
         self.toon.validate(&join(path, "toon"))?;
-        self.clean.validate(&join(path, "clean"))
+        self.clean.validate(&join(path, "clean"))?;
+        self.budget.validate(&join(path, "budget"))
     }
 }
 
@@ -62,6 +71,10 @@ struct RawConfig {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimSection,
+    #[serde(default)]
+    budget: BudgetPatch,
+    #[serde(default)]
+    paging: PagingSection,
     #[serde(default)]
     project: ProjectSection,
     max_body_bytes: Option<u64>,
@@ -90,6 +103,10 @@ struct RawServer {
     clean: CleanPatch,
     #[serde(default)]
     trim: TrimPatch,
+    #[serde(default)]
+    budget: BudgetPatch,
+    #[serde(default)]
+    paging: PagingPatch,
     #[serde(default)]
     project: ProjectPatch,
     #[serde(default)]
@@ -166,6 +183,9 @@ pub struct Settings {
     /// The trim endpoint; `enabled` here is the top-level default, see
     /// [`Policy::trim`] for the resolved per-tool value.
     pub trim: TrimSettings,
+    /// The page tool, store and key; whether a tool pages is
+    /// [`Policy::paging`].
+    pub paging: PagingSettings,
     /// The query argument and its limit; rules and `queries` are per
     /// policy, see [`Policy::project`].
     pub project: ProjectSettings,
@@ -174,6 +194,10 @@ pub struct Settings {
     servers: Vec<Server>,
     /// Some layer enables trim: requests must be read for intents.
     trim_anywhere: bool,
+    /// Some layer enables paging: page-tool calls are answered here.
+    paging_anywhere: bool,
+    /// Some layer sets a budget: a result may be held past `max_body_bytes`.
+    budget_anywhere: bool,
     /// Some layer accepts agent queries: requests must be read for them.
     queries_anywhere: bool,
     /// The arguments taken out of `tools/call` requests.
@@ -216,6 +240,12 @@ pub struct Policy {
     pub clean: CleanSettings,
     /// Whether the trim stage runs for this tool.
     pub trim: bool,
+    /// What an agent reads of one result at most; `None`: no cut.
+    pub budget: Option<Budget>,
+    /// The rest of a cut result can be fetched with the page tool.
+    pub paging: bool,
+    /// Whether a page may be served by calling the tool again.
+    pub reissue: Reissue,
     /// Operator rules and whether agent queries apply to this tool.
     pub project: ProjectPolicy,
 }
@@ -223,14 +253,18 @@ pub struct Policy {
 impl Policy {
     /// No stage can change a result under this policy: TOON off, every
     /// clean transform and the cap off, no trim, no operator projection
-    /// rules. A call under it that carries no query of the agent's is
-    /// decided at its request, and its response is never read.
+    /// rules, no budget (which cuts, after the other stages) and no paging
+    /// (whose pages need a cut result read). A call under it that carries
+    /// no query of the agent's is decided at its request, and its response
+    /// is never read.
     pub fn changes_nothing(&self) -> bool {
         self.toon.mode == Mode::Off
             && self.clean.all_off()
             && self.clean.max_text_bytes == 0
             && !self.trim
             && self.project.rules.is_empty()
+            && self.budget.is_none()
+            && !self.paging
     }
 }
 
@@ -251,11 +285,14 @@ impl Default for Settings {
             legacy_record_ttl_ms: DEFAULT_LEGACY_RECORD_TTL_MS,
             marker_key: String::new(),
             trim: TrimSettings::default(),
+            paging: PagingSettings::default(),
             project: ProjectSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
             trim_anywhere: false,
+            paging_anywhere: false,
+            budget_anywhere: false,
             queries_anywhere: false,
             stripped_arguments: Vec::new(),
         }
@@ -290,8 +327,10 @@ impl Settings {
     fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
         raw.clean.validate("clean")?;
+        raw.budget.validate("budget")?;
         let trim_enabled = raw.trim.enabled;
         let trim = raw.trim.resolve()?;
+        let paging = raw.paging.resolve()?;
         let (project_patch, project) = raw.project.resolve()?;
         if project.query_argument == trim.intent_argument {
             // Both go into the same `inputSchema.properties`.
@@ -361,17 +400,19 @@ impl Settings {
                     "needs at least one of `route`, `cluster`, `authority`",
                 ));
             }
-            s.toon.validate(&format!("{path}.toon"))?;
-            s.clean.validate(&format!("{path}.clean"))?;
+            let patch = Patch {
+                toon: s.toon,
+                clean: s.clean,
+                trim: s.trim,
+                project: s.project,
+                budget: s.budget,
+                paging: s.paging,
+            };
+            patch.validate(&path)?;
             validate_tools(&s.tools, &format!("{path}.tools"))?;
             servers.push(Server {
                 matcher: s.matcher,
-                patch: Patch {
-                    toon: s.toon,
-                    clean: s.clean,
-                    trim: s.trim,
-                    project: s.project,
-                },
+                patch,
                 tools: s.tools,
             });
         }
@@ -394,29 +435,49 @@ impl Settings {
         if queries_anywhere {
             stripped_arguments.push(project.query_argument.clone());
         }
+        let base = Patch {
+            toon: raw.toon,
+            clean: raw.clean,
+            trim: TrimPatch {
+                enabled: trim_enabled,
+            },
+            project: project_patch,
+            budget: raw.budget,
+            paging: raw.paging.patch(),
+        };
+        let pages = |p: &Patch| p.paging.enabled == Some(true);
+        let paging_anywhere = anywhere(pages(&base), &pages);
+        let budgets = |p: &Patch| matches!(p.budget.resolve(), Some(Some(_)));
+        let budget_anywhere = anywhere(budgets(&base), &budgets);
+        let hold_headers = raw.hold_headers.unwrap_or(false);
+        if paging_anywhere && !hold_headers {
+            // A page call must not reach the server: its request headers are
+            // held until the body says whether it is one, which needs Envoy's
+            // allow_on_headers_stop_iteration (the same switch).
+            return Err(ConfigError::new(
+                "paging.enabled",
+                "needs `hold_headers: true` (with `allow_on_headers_stop_iteration: true` in Envoy >= 1.35): page calls are answered before their headers reach the server",
+            ));
+        }
         Ok(Self {
             trim_anywhere,
             queries_anywhere,
             stripped_arguments,
             project,
+            paging_anywhere,
+            budget_anywhere,
+            paging,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
-            hold_headers: raw.hold_headers.unwrap_or(false),
+            hold_headers,
             max_id_bytes,
             max_tool_name_bytes,
             legacy_record_ttl_ms,
             marker_key,
             trim,
-            base: Patch {
-                toon: raw.toon,
-                clean: raw.clean,
-                trim: TrimPatch {
-                    enabled: trim_enabled,
-                },
-                project: project_patch,
-            },
+            base,
             tools: raw.tools,
             servers,
         })
@@ -426,6 +487,17 @@ impl Settings {
     /// reading (and, with `advertise_intent`, arguments worth stripping).
     pub fn trim_anywhere(&self) -> bool {
         self.trim_anywhere
+    }
+
+    /// True when some layer enables paging: calls of the page tool are
+    /// answered by the plugin, and listings learn tool annotations.
+    pub fn paging_anywhere(&self) -> bool {
+        self.paging_anywhere
+    }
+
+    /// True when some layer sets a budget.
+    pub fn budget_anywhere(&self) -> bool {
+        self.budget_anywhere
     }
 
     /// How long the request parts the plugin keeps may be.
@@ -443,11 +515,12 @@ impl Settings {
         self.queries_anywhere
     }
 
-    /// True when `tools/list` responses may change.
+    /// True when `tools/list` responses may change (or must be read).
     pub fn rewrites_listings(&self) -> bool {
         self.annotate_tools
             || (self.trim_anywhere && self.trim.advertise_intent)
             || self.queries_anywhere
+            || self.paging_anywhere
     }
 
     /// The tool arguments taken out of `tools/call` requests before they
@@ -503,17 +576,26 @@ impl Settings {
         let mut toon = ToonSettings::default();
         let mut clean = CleanSettings::default();
         let mut trim = false;
+        let mut budget = None;
+        let mut paging = false;
+        let mut reissue = Reissue::default();
         let mut project = ProjectPolicy::default();
         for layer in layers {
             toon.apply(&layer.toon);
             layer.clean.apply(&mut clean);
             trim = layer.trim.enabled.unwrap_or(trim);
+            budget = layer.budget.resolve().unwrap_or(budget);
+            paging = layer.paging.enabled.unwrap_or(paging);
+            reissue = layer.paging.reissue.unwrap_or(reissue);
             layer.project.apply(&mut project);
         }
         Policy {
             toon,
             clean,
             trim,
+            budget,
+            paging,
+            reissue,
             project,
         }
     }

@@ -8,6 +8,7 @@ use crate::callout::LlmReply;
 use crate::exchange::{Flow, Out, Step};
 use crate::host::{Action, Direction, Headers, Host, HostError, LogLevel};
 use crate::outcome::Reason;
+use crate::page::reissue::UpstreamReply;
 
 impl Driver {
     pub(super) fn body(
@@ -55,6 +56,8 @@ impl Driver {
         let untouched = step.out == Out::Input
             && step.flow == Flow::Continue
             && step.callout.is_none()
+            && step.reply.is_none()
+            && step.upstream.is_none()
             && step.content_length.is_none()
             && self.side(direction).idle();
         let action = if untouched {
@@ -97,9 +100,10 @@ impl Driver {
         self.carry(host, direction, step, Site::Trailers)
     }
 
-    /// Carries out a step at `site`: starts its callout (or fails it open
-    /// at once), hands its bytes to the host, sets the held headers'
-    /// length, then pauses, continues or resumes.
+    /// Carries out a step at `site`: starts its call upstream or sends its
+    /// local reply (a page call), starts its callout (or fails it open at
+    /// once), hands its bytes to the host, sets the held headers' length,
+    /// then pauses, continues or resumes.
     pub(super) fn carry(
         &mut self,
         host: &mut dyn Host,
@@ -108,10 +112,42 @@ impl Driver {
         site: Site,
     ) -> Action {
         let mut step = step;
+        if let Some(request) = step.upstream.take() {
+            match host.dispatch(&request) {
+                Ok(()) => self.callout = Some((host.now(), direction)),
+                Err(e) => {
+                    // No call was made: the page tool answers with its error.
+                    host.log(
+                        LogLevel::Debug,
+                        &format!("mcp-toon: re-issued call refused ({e:?})"),
+                    );
+                    step = self.exchange.upstream_reply(&UpstreamReply::Failed);
+                }
+            }
+        }
+        if let Some(reply) = step.reply.take() {
+            match host.send_local_response(reply.status, &reply.headers, &reply.body) {
+                Ok(()) => return self.replied(host, direction, site),
+                Err(e) => {
+                    // The request goes on to the server as it came: never a
+                    // stalled stream.
+                    host.log(
+                        LogLevel::Debug,
+                        &format!("mcp-toon: local reply refused ({e:?})"),
+                    );
+                    self.exchange.record(Reason::HostRefused);
+                    step.out = Out::Bytes {
+                        bytes: Sent::from(step.out).into_original(),
+                        original: None,
+                    };
+                    step.flow = Flow::Continue;
+                }
+            }
+        }
         let mut sent = Sent::from(std::mem::replace(&mut step.out, Out::Input));
         while let Some(request) = step.callout.take() {
             match host.dispatch(&request) {
-                Ok(()) => self.callout = Some(host.now()),
+                Ok(()) => self.callout = Some((host.now(), direction)),
                 Err(e) => {
                     // No call was made (unknown cluster, no healthy host…):
                     // the core fails open at once.
@@ -189,6 +225,20 @@ impl Driver {
         self.go_on(host, direction, site, pause, in_flight)
     }
 
+    /// The host sent the core's local reply: the request never goes on,
+    /// and nothing it held is wanted any more.
+    fn replied(&mut self, host: &mut dyn Host, direction: Direction, site: Site) -> Action {
+        let side = self.side(direction);
+        side.backlog.clear();
+        side.trailers_waiting = false;
+        self.settle(host);
+        match site {
+            // Envoy ends the stream with the reply; the callback stops.
+            Site::Body { .. } | Site::Trailers => Action::Pause,
+            Site::Reply => Action::Continue,
+        }
+    }
+
     /// After a step's bytes are in the host: pauses, continues or resumes.
     fn go_on(
         &mut self,
@@ -240,6 +290,12 @@ impl Driver {
     ) -> Action {
         if !self.side(direction).refused {
             self.exchange.record(Reason::HostRefused);
+        }
+        if matches!(self.callout, Some((_, d)) if d == direction) && direction == Direction::Request
+        {
+            // A page call's re-issued call: the request goes to the server
+            // instead, and the call's answer finds nothing waiting.
+            self.callout = None;
         }
         let mut all = fallback;
         all.extend(self.exchange.abandon(direction));

@@ -4,9 +4,12 @@
 //!   previous callback kept by pausing; `Continue` sends the buffer on;
 //! - outside a body callback the body is writable only while paused;
 //! - a paused response goes on when resumed, after the callback that asked;
-//! - response headers are writable until they go out: when their callback
+//! - headers are writable until they go out: when their callback
 //!   continues, or, when it paused them, with the first body callback that
-//!   continues.
+//!   continues;
+//! - a local reply answers the stream while its response has not started;
+//!   the request then never goes on;
+//! - shared data keeps a version per key for compare-and-swap.
 //!
 //! The component and the CLI run the driver on it; the scripted test host
 //! ([`crate::sim`]) adds chunking, callout replies and refusals. Any host
@@ -20,11 +23,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::Driver;
 use crate::callout::{LlmReply, LlmRequest};
 use crate::host::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+use crate::shared::{SessionStore, SharedMemory, Unstored};
 
 /// The host calls, for refusing some of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Call {
     Header,
+    Headers,
     SetHeader,
     RemoveHeader,
     Body,
@@ -33,16 +38,19 @@ pub enum Call {
     SetProperty,
     Dispatch,
     Resume,
+    SendLocalResponse,
     SharedGet,
     SharedSet,
     Random,
+    SetTickPeriod,
     Count,
     Gauge,
 }
 
 impl Call {
-    pub const ALL: [Call; 14] = [
+    pub const ALL: [Call; 17] = [
         Call::Header,
+        Call::Headers,
         Call::SetHeader,
         Call::RemoveHeader,
         Call::Body,
@@ -51,12 +59,22 @@ impl Call {
         Call::SetProperty,
         Call::Dispatch,
         Call::Resume,
+        Call::SendLocalResponse,
         Call::SharedGet,
         Call::SharedSet,
         Call::Random,
+        Call::SetTickPeriod,
         Call::Count,
         Call::Gauge,
     ];
+}
+
+/// A response the plugin sent itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 /// The status a refused call returns (proxy-wasm `BadArgument`, what Envoy
@@ -82,6 +100,15 @@ struct Side {
     trailers_sent: bool,
 }
 
+/// The reply to a callout, while the driver reads it.
+#[derive(Debug)]
+struct Reply {
+    /// `None`: no response (a reset or a timeout).
+    status: Option<u16>,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
 #[derive(Debug, Default)]
 pub struct MemoryHost {
     request: Side,
@@ -89,13 +116,13 @@ pub struct MemoryHost {
     /// `xds.route_name` and the like, keyed by the path's segments joined
     /// with `.`.
     pub properties: HashMap<String, Vec<u8>>,
-    /// Shared data: value and compare-and-swap version.
-    pub shared: HashMap<String, (Vec<u8>, u32)>,
-    /// The last version handed out (versions are never 0).
-    shared_version: u32,
-    /// State of the random bytes: a counter, not secret (this host makes no
-    /// callouts outside tests), so runs repeat.
-    random_state: u64,
+    /// Shared data (and the random bytes: none unless its entropy says);
+    /// a host of many streams moves it from one to the next.
+    pub shared: SharedMemory,
+    /// The local reply sent, if any.
+    pub local_reply: Option<LocalReply>,
+    /// The plugin-wide timer asked for.
+    pub tick_period: Option<Duration>,
     pub counters: HashMap<String, u64>,
     pub gauges: HashMap<String, u64>,
     /// Accept callouts (else `dispatch` is refused: a host without an HTTP
@@ -104,7 +131,7 @@ pub struct MemoryHost {
     /// Callouts made, in order; the last may await its reply.
     pub callouts: Vec<LlmRequest>,
     /// The reply being handed to the driver.
-    reply: Option<(Option<u16>, Vec<u8>)>,
+    reply: Option<Reply>,
     /// The body callback running, if any.
     in_body: Option<Direction>,
     now: Cell<u64>,
@@ -225,8 +252,14 @@ impl MemoryHost {
         action
     }
 
-    /// Hands the reply to the callout in flight to the driver.
+    /// Hands the reply to the callout in flight to the driver, a JSON
+    /// body when it has one.
     pub fn reply(&mut self, driver: &mut Driver, reply: &LlmReply) {
+        self.reply_with(driver, reply, "application/json");
+    }
+
+    /// [`MemoryHost::reply`] with this `content-type`.
+    pub fn reply_with(&mut self, driver: &mut Driver, reply: &LlmReply, content_type: &str) {
         self.now.set(self.now.get() + 1);
         let (status, body) = match reply {
             LlmReply::Response { status, body } => (Some(*status), body.clone()),
@@ -239,10 +272,21 @@ impl MemoryHost {
             LlmReply::TooLarge { status, bytes } => (Some(*status), vec![b' '; *bytes]),
         };
         let size = body.len();
-        self.reply = Some((status, body));
+        let headers = vec![("content-type".to_string(), content_type.to_string())];
+        self.reply = Some(Reply {
+            status,
+            headers,
+            body,
+        });
         driver.callout_reply(self, size);
         self.reply = None;
+        self.apply_resume(Direction::Request);
         self.apply_resume(Direction::Response);
+    }
+
+    /// Sets the clock (milliseconds since the Unix epoch).
+    pub fn set_now_ms(&self, ms: u64) {
+        self.now.set(ms);
     }
 
     /// The stream ends (completed or reset).
@@ -279,10 +323,12 @@ impl MemoryHost {
         self.side_ref(d).trailers_sent
     }
 
-    /// The direction is stopped (paused body or trailers waiting).
+    /// The direction is stopped (paused body or trailers waiting), and no
+    /// local reply ended the stream.
     pub fn stopped(&self, d: Direction) -> bool {
         let s = self.side_ref(d);
-        s.paused || s.trailers_waiting || (s.headers_held && !s.headers_sent)
+        self.local_reply.is_none()
+            && (s.paused || s.trailers_waiting || (s.headers_held && !s.headers_sent))
     }
 
     fn check(&self, call: Call) -> HostResult<()> {
@@ -341,13 +387,35 @@ impl Host for MemoryHost {
     fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>> {
         self.check(Call::Header)?;
         if map == Headers::CalloutReply {
-            let status = self.reply.as_ref().and_then(|(s, _)| *s);
-            return Ok(status.filter(|_| name == ":status").map(|s| s.to_string()));
+            let Some(Reply {
+                status, headers, ..
+            }) = self.reply.as_ref()
+            else {
+                return Ok(None);
+            };
+            if name == ":status" {
+                return Ok(status.map(|s| s.to_string()));
+            }
+            // A reply without a status is no response: no headers either.
+            return Ok(status.and_then(|_| {
+                headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.clone())
+            }));
         }
         Ok(self
             .headers_of(map)
             .and_then(|s| s.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)))
             .map(|(_, v)| v.clone()))
+    }
+
+    fn headers(&self, map: Headers) -> HostResult<Vec<(String, String)>> {
+        self.check(Call::Headers)?;
+        Ok(self
+            .headers_of(map)
+            .map(|s| s.headers.clone())
+            .unwrap_or_default())
     }
 
     fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()> {
@@ -371,7 +439,7 @@ impl Host for MemoryHost {
             Body::CalloutReply => self
                 .reply
                 .as_ref()
-                .map(|(_, b)| b.as_slice())
+                .map(|r| r.body.as_slice())
                 .ok_or(REFUSED)?,
             Body::Request => &self.request.buffer,
             Body::Response => &self.response.buffer,
@@ -415,38 +483,52 @@ impl Host for MemoryHost {
         Ok(())
     }
 
-    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
-        self.check(Call::SharedGet)?;
-        Ok(self.shared.get(key).cloned())
-    }
-
-    /// As Envoy's `SharedData::set`: a non-zero `cas` must match the key's
-    /// version; every write gets a new one.
-    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
-        self.check(Call::SharedSet)?;
-        if let Some((_, version)) = self.shared.get(key) {
-            if cas != 0 && cas != *version {
-                return Err(crate::host::CAS_MISMATCH);
-            }
+    /// Envoy's `sendLocalReply`: refused once the response started (or a
+    /// reply was sent).
+    fn send_local_response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> HostResult<()> {
+        self.check(Call::SendLocalResponse)?;
+        if self.response.headers_sent || self.local_reply.is_some() {
+            return Err(REFUSED);
         }
-        self.shared_version = self.shared_version.wrapping_add(1).max(1);
-        self.shared
-            .insert(key.to_string(), (value.to_vec(), self.shared_version));
+        self.local_reply = Some(LocalReply {
+            status,
+            headers: headers.to_vec(),
+            body: body.to_vec(),
+        });
         Ok(())
     }
 
-    /// splitmix64 over a counter: distinct bytes on every call.
+    fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
+        self.check(Call::SharedGet)?;
+        Ok(self.shared.get(key))
+    }
+
+    fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
+        self.check(Call::SharedSet)?;
+        match self.shared.set(key, value, cas) {
+            Ok(()) => Ok(()),
+            Err(Unstored::Changed) => Err(crate::host::CAS_MISMATCH),
+            Err(Unstored::Refused) => Err(REFUSED),
+        }
+    }
+
     fn random(&mut self, out: &mut [u8]) -> HostResult<()> {
         self.check(Call::Random)?;
-        for chunk in out.chunks_mut(8) {
-            self.random_state = self.random_state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.random_state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            let bytes = z.to_le_bytes();
-            chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or_default());
+        if self.shared.random(out) {
+            Ok(())
+        } else {
+            Err(REFUSED)
         }
+    }
+
+    fn set_tick_period(&mut self, period: Duration) -> HostResult<()> {
+        self.check(Call::SetTickPeriod)?;
+        self.tick_period = Some(period);
         Ok(())
     }
 

@@ -25,10 +25,19 @@
 //! - what the host cannot be given (trailers arriving after an unfinished
 //!   message with no buffer to write into, a stream reset while bytes are
 //!   held) is counted (`lost_at_trailers`, `lost_at_reset`).
+//!
+//! On the request path the driver also answers a page call without the
+//! server: the request's headers wait with its body, then the driver sends
+//! the core's local reply, or first calls the route's cluster with the
+//! re-issued tool call and sends the reply the core makes of its answer. A
+//! host that refuses the reply gets the request on to the server as it
+//! came. Plugin-wide, [`configured`] and [`tick`] keep the page store.
 
 mod carry;
 mod memory;
+mod plugin;
 mod record;
+mod shared;
 mod side;
 
 use std::cell::Cell;
@@ -36,14 +45,17 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-pub use memory::{Call, MemoryHost};
+pub use memory::{Call, LocalReply, MemoryHost};
+pub use plugin::{all_gauges, configured, tick};
+use shared::Shared;
 use side::{Side, Site};
 
 use crate::callout::LlmReply;
 use crate::config::{Settings, StreamInfo};
-use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan, SessionStore, Unstored};
-use crate::host::{Action, Body, Direction, Headers, Host, LogLevel, CAS_MISMATCH};
+use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan};
+use crate::host::{Action, Body, Direction, Headers, Host, LogLevel};
 use crate::outcome::Reason;
+use crate::page::reissue::UpstreamReply;
 
 /// Gauge: the most response bytes one stream held between callbacks on
 /// this VM (an incomplete trailing SSE event, events queued behind a
@@ -78,59 +90,9 @@ pub struct Driver {
     /// it goes, not when it closes.
     counted: usize,
     published: bool,
-    /// A callout is in flight, since then.
-    callout: Option<SystemTime>,
-}
-
-/// The host's shared data, clock and randomness as the exchange's store.
-struct Shared<'a>(&'a mut dyn Host);
-
-impl SessionStore for Shared<'_> {
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
-        // A record the host will not give back: the result's shape decides.
-        self.0.shared_get(key).unwrap_or_else(|e| {
-            self.0.log(
-                LogLevel::Debug,
-                &format!("mcp-toon: shared data read refused ({e:?})"),
-            );
-            None
-        })
-    }
-
-    fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored> {
-        match self.0.shared_set(key, value, cas) {
-            Ok(()) => Ok(()),
-            Err(CAS_MISMATCH) => Err(Unstored::Changed),
-            Err(e) => {
-                // The GET stream then falls back to the result's shape.
-                self.0.log(
-                    LogLevel::Debug,
-                    &format!("mcp-toon: shared data write refused ({e:?})"),
-                );
-                Err(Unstored::Refused)
-            }
-        }
-    }
-
-    fn random(&mut self, out: &mut [u8]) -> bool {
-        match self.0.random(out) {
-            Ok(()) => true,
-            Err(e) => {
-                self.0.log(
-                    LogLevel::Debug,
-                    &format!("mcp-toon: random bytes refused ({e:?})"),
-                );
-                false
-            }
-        }
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.0
-            .now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    }
+    /// A callout is in flight, since then, for this direction: a trim
+    /// callout for the response, a re-issued tool call for the request.
+    callout: Option<(SystemTime, Direction)>,
 }
 
 /// Observability and hints are best effort: a refusal is logged, and the
@@ -153,6 +115,14 @@ fn header(host: &dyn Host, map: Headers, name: &str) -> Option<String> {
         );
         None
     })
+}
+
+/// The body of the reply to the callout in flight.
+fn read_reply(host: &dyn Host, size: usize) -> crate::host::HostResult<Vec<u8>> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    host.body(Body::CalloutReply, 0, size)
 }
 
 fn text_property(host: &dyn Host, path: &[&str]) -> Option<String> {
@@ -187,9 +157,11 @@ impl Driver {
             get(":path").unwrap_or_default(),
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
-        // Only `servers[]` entries match on these: without any, three host
-        // calls saved on every request.
-        let stream = if self.exchange.settings().matches_servers() {
+        // Only `servers[]` entries match on these, and paging binds pages
+        // to the cluster and calls the tool again there: without either,
+        // three host calls saved on every request.
+        let settings = self.exchange.settings();
+        let stream = if settings.matches_servers() || settings.paging_anywhere() {
             StreamInfo {
                 route: text_property(host, &["xds", "route_name"]),
                 cluster: text_property(host, &["xds", "cluster_name"]),
@@ -198,6 +170,18 @@ impl Driver {
         } else {
             StreamInfo::default()
         };
+        let headers = if self.exchange.wants_request_headers() {
+            // Refused: read as none (a page call then has no session).
+            host.headers(Headers::Request).unwrap_or_else(|e| {
+                host.log(
+                    LogLevel::Debug,
+                    &format!("mcp-toon: request headers unreadable ({e:?})"),
+                );
+                Vec::new()
+            })
+        } else {
+            Vec::new()
+        };
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
             method: &method,
@@ -205,6 +189,7 @@ impl Driver {
             content_type: content_type.as_deref(),
             accept: accept.as_deref(),
             end_of_stream,
+            headers: &headers,
         });
         if plan.strip_accept_encoding {
             // Refused: the server may compress, and a compressed response
@@ -224,6 +209,12 @@ impl Driver {
         if plan.read_body {
             let r = host.set_property(&[APISIX_BODY[0]], b"true");
             best_effort(host, "asking for the request body", r);
+        }
+        if plan.pause_headers {
+            // A plain StopIteration (allow_on_headers_stop_iteration): the
+            // body callbacks run, and the first that continues sends the
+            // headers on.
+            return Action::Pause;
         }
         Action::Continue
     }
@@ -298,8 +289,28 @@ impl Driver {
     /// bytes of body are readable from the host now. A reply without a
     /// status is a failure (a reset, or a timeout some hosts report so).
     pub fn callout_reply(&mut self, host: &mut dyn Host, body_size: usize) {
-        let started = self.callout.take();
+        let (started, direction) = match self.callout.take() {
+            Some((since, direction)) => (Some(since), direction),
+            None => (None, Direction::Response),
+        };
         let status = header(host, Headers::CalloutReply, ":status").and_then(|s| s.parse().ok());
+        if direction == Direction::Request {
+            // A page call's re-issued tool call.
+            let reply = match status {
+                Some(status) => match read_reply(host, body_size) {
+                    Ok(body) => UpstreamReply::Response {
+                        status,
+                        content_type: header(host, Headers::CalloutReply, "content-type"),
+                        body,
+                    },
+                    Err(_) => UpstreamReply::Failed,
+                },
+                None => UpstreamReply::Failed,
+            };
+            let step = self.exchange.upstream_reply(&reply);
+            self.carry(host, Direction::Request, step, Site::Reply);
+            return;
+        }
         let elapsed_ms = || {
             started
                 .and_then(|t| host.now().duration_since(t).ok())

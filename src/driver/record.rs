@@ -18,6 +18,9 @@ impl Driver {
     /// in flight (and the stream goes on): its block is half-decided, and
     /// its bytes must be counted from its first stage to its last in one go.
     pub(super) fn count(&mut self, host: &mut dyn Host, last: bool) {
+        if let Some(figures) = self.exchange.take_store_figures() {
+            super::plugin::store_figures(host, &figures);
+        }
         if self.exchange.waiting() && !last {
             return;
         }

@@ -14,6 +14,8 @@ use crate::driver::Call;
 use crate::outcome::{Outcome, Reason};
 use crate::sim::{Script, Transcript};
 
+mod paging;
+
 /// A call with both arguments the gateway may take out: the trim intent
 /// and the project query (each stays where its stage is off).
 const CALL: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"expected_info":"id 1","jmespath":"[?id < `3`]"}}}"#;

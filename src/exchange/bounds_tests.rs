@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::test_store::Store;
 use super::*;
 use crate::outcome::Outcome;
+use crate::shared::SharedMemory as Store;
 
 fn exchange(config: &str) -> Exchange {
     Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
@@ -24,6 +24,7 @@ fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
         content_type: Some("application/json"),
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
+        headers: &[],
     });
     e.request_chunk(body, true, store)
 }

@@ -5,7 +5,6 @@ use super::collect::Collecting;
 use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output};
-use crate::stage::toon::Budget;
 
 impl Exchange {
     pub(super) fn json_chunk(
@@ -15,7 +14,8 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         let kept = !self.response_body.bytes.is_empty();
-        let max = self.settings.max_body_bytes;
+        // A tool with a budget may be held past `max_body_bytes`.
+        let max = self.limit;
         match self.response_body.push(chunk, end_of_stream, max) {
             // Continue on an emptied buffer: a paused body makes Envoy hold
             // the final replacement against its buffer limit. Held headers
@@ -78,12 +78,7 @@ impl Exchange {
                 self.job = Some((job, after));
                 Step::swallow(Flow::Pause).with_callout(request)
             }
-            None => match job.finish_keeping_original(
-                &self.settings,
-                None,
-                &mut Budget::per_response(),
-                &mut self.report,
-            ) {
+            None => match self.finish_job(job, None, sessions) {
                 (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
                 (out, original) => self.final_body(out, original, after),
             },
@@ -108,10 +103,8 @@ impl Exchange {
         }
         let length = bytes.len();
         Step {
-            out: Out::Bytes { bytes, original },
             content_length: self.final_length(Some(length)),
-            flow: Flow::Continue,
-            callout: None,
+            ..Step::new(Out::Bytes { bytes, original }, Flow::Continue)
         }
     }
 

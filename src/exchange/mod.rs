@@ -17,22 +17,23 @@
 mod collect;
 mod declared;
 mod json;
+mod paging;
 mod request;
 mod session;
 mod stream;
-#[cfg(test)]
-pub(crate) mod test_store;
 
 use std::sync::Arc;
 
+pub use crate::shared::{NoSessions, SessionStore, Unstored};
 use collect::Collected;
-pub use session::{NoSessions, SessionStore, Unstored};
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::host::Direction;
 use crate::mcp::RequestInfo;
 use crate::outcome::Reason;
+use crate::page::reissue::Reissue;
+use crate::page::LocalReply;
 use crate::pipeline::Job;
 use crate::report::{Decision, Report};
 
@@ -51,6 +52,10 @@ pub struct RequestHead<'a> {
     pub accept: Option<&'a str>,
     /// No body follows.
     pub end_of_stream: bool,
+    /// Every request header (names lowercase) when
+    /// [`Exchange::wants_request_headers`], else none: a page call reads
+    /// its session and forwards credentials when it calls the tool again.
+    pub headers: &'a [(String, String)],
 }
 
 /// What to do with the request headers.
@@ -63,6 +68,10 @@ pub struct RequestPlan {
     /// The body may be rewritten (intent or query argument removed): the old
     /// `content-length` must not go upstream.
     pub remove_content_length: bool,
+    /// Hold the request headers until a body step continues (the body may
+    /// be a page call, answered without the server). Needs Envoy's
+    /// `allow_on_headers_stop_iteration`.
+    pub pause_headers: bool,
 }
 
 /// What the host knows when response headers arrive.
@@ -133,6 +142,14 @@ pub struct Step {
     pub flow: Flow,
     /// Make this call and hand its outcome to [`Exchange::callout_reply`].
     pub callout: Option<LlmRequest>,
+    /// Request path only: answer the request with this response, without
+    /// the server, and stop the request. `out` and `flow` then say what
+    /// happens should the host refuse the reply: the request goes on to
+    /// the server as it came.
+    pub reply: Option<LocalReply>,
+    /// Request path only: make this call to the route's cluster and hand
+    /// its answer to [`Exchange::upstream_reply`].
+    pub upstream: Option<LlmRequest>,
 }
 
 impl Step {
@@ -142,6 +159,8 @@ impl Step {
             content_length: None,
             flow,
             callout: None,
+            reply: None,
+            upstream: None,
         }
     }
 
@@ -161,6 +180,16 @@ impl Step {
 
     fn with_callout(mut self, request: LlmRequest) -> Self {
         self.callout = Some(request);
+        self
+    }
+
+    fn with_reply(mut self, reply: LocalReply) -> Self {
+        self.reply = Some(reply);
+        self
+    }
+
+    fn with_upstream(mut self, request: LlmRequest) -> Self {
+        self.upstream = Some(request);
         self
     }
 }
@@ -211,6 +240,23 @@ pub struct Exchange {
     job: Option<(Job, Vec<u8>)>,
     stream: Option<stream::SseState>,
     report: Report,
+    /// What the host knows of the stream: route, cluster, authority.
+    stream_info: StreamInfo,
+    /// Session and cluster of the stream's pages ([`crate::page::binding`]).
+    binding: [u8; 8],
+    /// Paging on: the request headers wait for the body.
+    hold_request: bool,
+    /// A page call's `:path`, `accept` and headers, for its reply or a
+    /// re-issued call.
+    path: String,
+    accept: Option<String>,
+    request_headers: Vec<(String, String)>,
+    /// A page call waiting for the tool to be called again, and the page
+    /// call's own bytes (they go to the server should the host refuse the
+    /// reply).
+    reissue: Option<(Box<Reissue>, Vec<u8>)>,
+    /// Most response bytes held ([`Exchange::response_limit`]).
+    limit: usize,
 }
 
 impl Exchange {
@@ -232,6 +278,14 @@ impl Exchange {
             job: None,
             stream: None,
             report: Report::default(),
+            stream_info: StreamInfo::default(),
+            binding: [0; 8],
+            hold_request: false,
+            path: String::new(),
+            accept: None,
+            request_headers: Vec::new(),
+            reissue: None,
+            limit: 0,
         }
     }
 
@@ -261,6 +315,7 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         let media = head.content_type.map(media_type).unwrap_or_default();
+        self.limit = self.response_limit();
         // A legacy GET stream carries only events.
         let readable =
             media == "text/event-stream" || (media == "application/json" && !self.legacy);
@@ -272,9 +327,7 @@ impl Exchange {
         {
             Some(Reason::ContentEncoding)
         } else if media != "text/event-stream"
-            && head
-                .content_length
-                .is_some_and(|n| n > self.settings.max_body_bytes)
+            && head.content_length.is_some_and(|n| n > self.limit)
         {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
@@ -298,7 +351,13 @@ impl Exchange {
         }
         if media == "text/event-stream" {
             self.phase = Phase::Streaming;
-            self.stream = Some(stream::SseState::new(self.settings.max_event_bytes));
+            // A result that will be cut may be held past the event limit.
+            let max_event = if self.limit > self.settings.max_body_bytes {
+                self.settings.max_event_bytes.max(self.limit)
+            } else {
+                self.settings.max_event_bytes
+            };
+            self.stream = Some(stream::SseState::new(max_event));
             return ResponsePlan::Rewrite {
                 hold_headers: false,
             };
@@ -356,12 +415,7 @@ impl Exchange {
                 return Step::swallow(Flow::Pause);
             };
             job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-            let (out, original) = job.finish_keeping_original(
-                &self.settings,
-                None,
-                &mut crate::stage::toon::Budget::per_response(),
-                &mut self.report,
-            );
+            let (out, original) = self.finish_job(job, None, sessions);
             return self.final_body(out, original, after);
         }
         match self.phase {
@@ -387,12 +441,7 @@ impl Exchange {
     /// to call; without a pending callout it changes nothing.
     pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
         if let Some((job, after)) = self.job.take() {
-            let (out, original) = job.finish_keeping_original(
-                &self.settings,
-                Some(reply),
-                &mut crate::stage::toon::Budget::per_response(),
-                &mut self.report,
-            );
+            let (out, original) = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, original, after);
         }
         if self.stream.is_some() {
@@ -407,12 +456,16 @@ impl Exchange {
     pub fn abandon(&mut self, direction: Direction) -> Vec<u8> {
         let held = match direction {
             Direction::Request => {
+                // A page call given up on goes to the server as it came (its
+                // bytes are the step's original): its re-issued call is
+                // forgotten.
+                self.reissue = None;
                 if self.phase != Phase::Request {
                     return Vec::new();
                 }
                 // Bytes only read (not held back) went upstream already.
                 let held = std::mem::take(&mut self.request_body.bytes);
-                if self.rewrites_request() {
+                if self.holds_request() {
                     held
                 } else {
                     Vec::new()
@@ -484,7 +537,7 @@ impl Exchange {
 
     /// Request bytes the core holds back (an argument may come out).
     pub fn held_request_bytes(&self) -> usize {
-        if self.phase == Phase::Request && self.rewrites_request() {
+        if self.phase == Phase::Request && self.holds_request() {
             self.request_body.bytes.len()
         } else {
             0

@@ -31,10 +31,12 @@ impl Exchange {
             return RequestPlan::default();
         }
         self.session_of(head.path);
+        let pause_headers = self.paging_headers(&head);
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
             remove_content_length: self.strips_arguments(),
+            pause_headers,
         }
     }
 
@@ -44,11 +46,12 @@ impl Exchange {
         self.request_body_fixed = true;
     }
 
-    /// One chunk of the request body. The request is only rewritten when
-    /// the intent or query argument may need to come out; otherwise every chunk goes
-    /// upstream at once and the core keeps a copy. The body is complete at
-    /// the end of its JSON value, which may come before the end of the
-    /// stream (a body followed by trailers).
+    /// One chunk of the request body. The request is only held back when
+    /// the intent or query argument may need to come out or the body may be
+    /// a page call (then the request headers wait too: [`Flow::Pause`]);
+    /// otherwise every chunk goes upstream at once and the core keeps a
+    /// copy. The body is complete at the end of its JSON value, which may
+    /// come before the end of the stream (a body followed by trailers).
     pub fn request_chunk(
         &mut self,
         chunk: &[u8],
@@ -59,10 +62,16 @@ impl Exchange {
             return Step::input();
         }
         let rewrites = self.rewrites_request();
-        let swallowed = rewrites && !self.request_body.bytes.is_empty();
+        let holds = self.holds_request();
+        let swallowed = holds && !self.request_body.bytes.is_empty();
         let max = self.settings.max_body_bytes;
         match self.request_body.push(chunk, end_of_stream, max) {
-            Collecting::Open if rewrites => Step::swallow(Flow::Continue),
+            // Held request headers wait with the body.
+            Collecting::Open if holds => Step::swallow(if self.hold_request {
+                Flow::Pause
+            } else {
+                Flow::Continue
+            }),
             Collecting::Open => Step::input(),
             Collecting::TooLarge | Collecting::NotOneValue => {
                 let reason = if self.request_body.seen > max {
@@ -79,6 +88,9 @@ impl Exchange {
                 }
             }
             Collecting::Closed(body, rest) => {
+                if let Some(step) = self.page_call(&body, &rest, sessions) {
+                    return step;
+                }
                 let new = self.request_complete(&body, sessions);
                 match new {
                     Some(mut new) if rewrites => {
@@ -169,14 +181,20 @@ impl Exchange {
     }
 
     /// No stage can change any answer to these calls: each is a
-    /// `tools/call` whose tool's policy changes nothing and that carries
-    /// no query (answered, or refused with a note, by the project stage),
-    /// and no listing is rewritten. Then the response is never read (DESIGN "Off means
-    /// off, and costs (almost) nothing").
+    /// `tools/call` whose tool's policy changes nothing, that carries no
+    /// query (answered, or refused with a note, by the project stage) and
+    /// is no call of the page tool where paging is on (the plugin's own
+    /// tool, never the server's to answer as it likes), and no listing is
+    /// rewritten. Then the response is never read (DESIGN "Off means off,
+    /// and costs (almost) nothing").
     fn answers_unchanged(&self, info: &RequestInfo) -> bool {
+        let s = &self.settings;
+        let page_tool =
+            |tool: Option<&str>| s.paging_anywhere() && tool == Some(s.paging.tool_name.as_str());
         info.calls.iter().all(|c| match c.method.as_str() {
             mcp::TOOLS_CALL => {
                 c.query.is_none()
+                    && !page_tool(c.tool.as_deref())
                     && self
                         .settings
                         .policy(self.scope, c.tool.as_deref())

@@ -45,50 +45,7 @@ use super::Exchange;
 use crate::mcp::{self, Call, RequestInfo};
 use crate::outcome::Reason;
 use crate::report::Decision;
-
-/// Why a shared-data write did not happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unstored {
-    /// The key changed since it was read (compare-and-swap).
-    Changed,
-    /// The host refused the write.
-    Refused,
-}
-
-/// What the host shares between the streams of one proxy (proxy-wasm
-/// shared data: every worker of one Envoy, per `vm_id`), with the clock and
-/// the randomness the records need.
-pub trait SessionStore {
-    /// A key's value and its version; `None` when absent or unreadable.
-    fn get(&self, key: &str) -> Option<(Vec<u8>, u32)>;
-    /// Stores `value` if the key is still at version `cas` (0: whatever it
-    /// holds). An empty value clears the key.
-    fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored>;
-    /// Fills `out` with random bytes; false when the host has none.
-    fn random(&mut self, out: &mut [u8]) -> bool;
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> u64;
-}
-
-/// For hosts without shared state or randomness: legacy streams fall back
-/// to shapes, and trim, which needs random boundaries, fails open.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoSessions;
-
-impl SessionStore for NoSessions {
-    fn get(&self, _key: &str) -> Option<(Vec<u8>, u32)> {
-        None
-    }
-    fn set(&mut self, _key: &str, _value: &[u8], _cas: u32) -> Result<(), Unstored> {
-        Err(Unstored::Refused)
-    }
-    fn random(&mut self, _out: &mut [u8]) -> bool {
-        false
-    }
-    fn now_ms(&self) -> u64 {
-        0
-    }
-}
+use crate::shared::{SessionStore, Unstored};
 
 /// One recorded call.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -291,6 +248,7 @@ impl Exchange {
                     method: r.m,
                     tool: r.t,
                     intent: r.i,
+                    arguments: None,
                     intent_too_long: r.l,
                     query: r.q,
                 }),

@@ -33,7 +33,7 @@ pub(super) struct SseState {
     pending: Option<(Event, Job)>,
     /// The TOON stage's generic-path budget, one for the whole stream: per
     /// event, a stream of many small events would get it many times.
-    toon_budget: Budget,
+    pub(super) toon_budget: Budget,
 }
 
 impl SseState {
@@ -133,17 +133,11 @@ impl Exchange {
         }
         state.queue.extend(units);
         let mut sent = Sent::default();
-        if state.pending.is_some() && state.behind_callout() > self.settings.trim.max_queued_bytes {
-            if let Some((event, mut job)) = state.pending.take() {
-                job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-                let out = job.finish_within(
-                    &self.settings,
-                    None,
-                    &mut state.toon_budget,
-                    &mut self.report,
-                );
-                sent.event(with_output(event, out));
-            }
+        let over = state.behind_callout() > self.settings.trim.max_queued_bytes;
+        if let Some((event, mut job)) = state.pending.take_if(|_| over) {
+            job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+            let (out, _) = self.finish_job(job, None, sessions);
+            sent.event(with_output(event, out));
         }
         self.drain(sent, Some(chunk), sessions)
     }
@@ -156,12 +150,7 @@ impl Exchange {
         let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
-            let mut spare = Budget::per_response();
-            let budget = self
-                .stream
-                .as_mut()
-                .map_or(&mut spare, |s| &mut s.toon_budget);
-            let out = job.finish_within(&self.settings, Some(reply), budget, &mut self.report);
+            let (out, _) = self.finish_job(job, Some(reply), sessions);
             sent.event(with_output(event, out));
         }
         self.drain(sent, None, sessions)
@@ -200,12 +189,7 @@ impl Exchange {
                     {
                         let (event, mut job) = *pending;
                         job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-                        let mut spare = Budget::per_response();
-                        let budget = self
-                            .stream
-                            .as_mut()
-                            .map_or(&mut spare, |s| &mut s.toon_budget);
-                        let out = job.finish_within(&self.settings, None, budget, &mut self.report);
+                        let (out, _) = self.finish_job(job, None, sessions);
                         sent.event(with_output(event, out));
                     }
                     EventPlan::Callout(pending) => {
@@ -284,12 +268,7 @@ impl Exchange {
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }
-        let mut spare = Budget::per_response();
-        let budget = self
-            .stream
-            .as_mut()
-            .map_or(&mut spare, |s| &mut s.toon_budget);
-        let out = job.finish_within(&self.settings, None, budget, &mut self.report);
+        let (out, _) = self.finish_job(job, None, sessions);
         let (bytes, was) = with_output(event, out);
         EventPlan::Ready(bytes, was)
     }

@@ -11,8 +11,8 @@ mod scan;
 pub use edit::Edits;
 pub use request::{Call, CallIndex, Declared, Limits, RequestInfo};
 pub use response::{
-    parse_messages, text_items, tool_entries, tool_result, ContentItem, Message, ToolEntry,
-    ToolResult,
+    content_array, next_cursor, parse_messages, text_items, tool_entries, tool_result, tools_array,
+    ContentItem, Message, ToolEntry, ToolResult,
 };
 pub use scan::{response as scan_response, Item, Scanned, ToolShape};
 

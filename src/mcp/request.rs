@@ -15,6 +15,10 @@ pub struct Call {
     pub tool: Option<String>,
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
+    /// `params.arguments` of a `tools/call` as sent, when at most
+    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
+    /// carries them to call the tool again.
+    pub arguments: Option<String>,
     /// An intent was declared but is longer than the limit: none is used.
     pub intent_too_long: bool,
     /// The agent's JMESPath query of a `tools/call` (the project stage).
@@ -149,8 +153,10 @@ pub(crate) mod by_serde {
     }
 
     #[derive(Deserialize)]
-    struct CallParams {
+    struct CallParams<'a> {
         name: Option<String>,
+        #[serde(borrow)]
+        arguments: Option<&'a RawValue>,
     }
 
     pub fn parse(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
@@ -172,17 +178,27 @@ pub(crate) mod by_serde {
                 continue;
             };
             let params = req.params.filter(|p| p.get().starts_with('{'));
-            let (tool, intent, query) = match params {
-                Some(p) if method == TOOLS_CALL => (
-                    object::<CallParams>(p).and_then(|p| p.name),
-                    declared
-                        .intent
-                        .and_then(|arg| crate::intent::declared(p, arg)),
-                    declared
-                        .query
-                        .and_then(|arg| crate::intent::declared(p, arg)),
-                ),
-                _ => (None, None, None),
+            let (tool, arguments, intent, query) = match params {
+                Some(p) if method == TOOLS_CALL => {
+                    let parsed = object::<CallParams>(p);
+                    let arguments = parsed
+                        .as_ref()
+                        .and_then(|c| c.arguments)
+                        .map(|a| a.get())
+                        .filter(|a| a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                        .map(str::to_string);
+                    (
+                        parsed.and_then(|c| c.name),
+                        arguments,
+                        declared
+                            .intent
+                            .and_then(|arg| crate::intent::declared(p, arg)),
+                        declared
+                            .query
+                            .and_then(|arg| crate::intent::declared(p, arg)),
+                    )
+                }
+                _ => (None, None, None, None),
             };
             if tool.as_ref().is_some_and(|t| t.len() > limits.tool) {
                 info.skipped.push(Reason::ToolNameTooLong);
@@ -194,6 +210,7 @@ pub(crate) mod by_serde {
                 method: method.into_owned(),
                 tool,
                 intent: intent.filter(|_| !intent_too_long),
+                arguments,
                 intent_too_long,
                 query,
             });
@@ -217,6 +234,7 @@ mod tests {
                 method: "tools/call".into(),
                 tool: Some("rows".into()),
                 intent: None,
+                arguments: Some("{}".into()),
                 intent_too_long: false,
                 query: None,
             }]

@@ -141,3 +141,38 @@ pub fn tool_entries<'a>(result: &'a RawValue) -> Option<Vec<ToolEntry<'a>>> {
     }
     Some(out)
 }
+
+#[derive(Deserialize)]
+struct RawArrays<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tools: Option<&'a RawValue>,
+    #[serde(rename = "nextCursor", borrow)]
+    next_cursor: Option<&'a RawValue>,
+}
+
+fn arrays<'a>(result: &'a RawValue) -> Option<RawArrays<'a>> {
+    if !result.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(result.get()).ok()
+}
+
+/// The `content` array of a `CallToolResult`, as its span.
+pub fn content_array(result: &RawValue) -> Option<&RawValue> {
+    arrays(result)?.content.filter(|c| c.get().starts_with('['))
+}
+
+/// The `tools` array of a `tools/list` result, as its span.
+pub fn tools_array(result: &RawValue) -> Option<&RawValue> {
+    arrays(result)?.tools.filter(|c| c.get().starts_with('['))
+}
+
+/// Whether a listing has more pages (a non-null `nextCursor`, MCP
+/// 2025-06-18 "Pagination").
+pub fn next_cursor(result: &RawValue) -> bool {
+    arrays(result)
+        .and_then(|a| a.next_cursor)
+        .is_some_and(|c| c.get() != "null")
+}

@@ -2,6 +2,7 @@
 //! them. Each stage is a pure function of the block text and its resolved
 //! settings.
 
+pub mod budget;
 pub mod clean;
 pub mod project;
 pub mod toon;

@@ -33,6 +33,11 @@ CONFIG_CASES = [
     ('{"toon":{"mode":"off"}}', True),
     # Trim on: the component has no HTTP client, so its callout fails open.
     ('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}', True),
+    # A budget without paging: results over it are cut, the rest not kept
+    # (deterministic, so the component and the native core agree).
+    ('{"budget":{"tokens":300}}', True),
+    ('{"budget":{"tokens":300,"bytes":4096}}', False),
+    ('{"hold_headers":false,"paging":{"enabled":true}}', False),
     # Operator rules and agent queries (the project stage).
     ('{"project":{"queries":true,"drop":["[].tags","**.price"]}}', True),
     ('{"project":{"drop":["a..b"]}}', False),
@@ -354,6 +359,43 @@ def test_toon_round_trip_in_the_component(host):
     for text, needle in [('{"a":1,"a":2}', "same key twice"), ("[1e400]", "exactly"), ("{", "not one JSON")]:
         assert needle in host.result("toon-encode", text)["err"], text
     assert host.result("toon-decode", "items[3]: a,b")["err"].startswith("input is not valid TOON")
+
+
+def test_a_result_over_its_budget_is_cut_alike(host, processors):
+    budget = CONFIGS.index('{"budget":{"tokens":300}}')
+    out = host.process(processors[budget], call("7"), "application/json", response("7", table_text(200)))
+    decisions = json.loads(out["report"])["decisions"]
+    assert out["changed"] and decisions[-1]["stage"] == "budget" and decisions[-1]["outcome"] == "cut", decisions
+    content = json.loads(bytes(out["body"]))["result"]["content"]
+    assert content[-1]["text"].startswith("[mcp-toon] Result cut to fit 300 tokens.")
+
+
+def test_pages_kept_in_the_component_are_served_by_answer_request(host):
+    processor = host.create('{"hold_headers":true,"budget":{"tokens":400},"paging":{"enabled":true}}')
+    try:
+        rows = json.loads(table_text(300))
+        out = host.process(processor, call("7"), "application/json", response("7", table_text(300)))
+        content = json.loads(bytes(out["body"]))["result"]["content"]
+        got = json.loads(host.result("toon-decode", content[0]["text"])["ok"])
+        notice = content[1]["text"]
+        pages = 1
+        while '{"handle":"' in notice:
+            handle = notice.split('{"handle":"')[1].split('"')[0]
+            page_call = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                    "params": {"name": "mcp_toon_page", "arguments": {"handle": handle}}}).encode()
+            reply = host.call("[method]processor.answer-request", processor, page_call, "application/json")
+            assert reply is not None and reply.status == 200
+            assert getattr(reply, "content-type", getattr(reply, "content_type", None)) == "application/json"
+            result = json.loads(bytes(reply.body))["result"]
+            assert "isError" not in result, result
+            got += json.loads(host.result("toon-decode", result["content"][0]["text"])["ok"])
+            notice = result["content"][1]["text"]
+            pages += 1
+        assert pages > 2 and got == rows
+        # Any other request goes to the server.
+        assert host.call("[method]processor.answer-request", processor, call("7"), "application/json") is None
+    finally:
+        processor.drop(host.store)
 
 
 def test_project_query_equals_native(host, native):

@@ -245,11 +245,13 @@ def start_envoy(
     wait: bool = True,
     extra_clusters: list[dict[str, Any]] | None = None,
     tweak: Callable[[dict[str, Any]], None] | None = None,
+    concurrency: int = 1,
     wasm: Path = WASM,
 ) -> Envoy:
     """`tweak`: edits the rendered configuration in place before Envoy
-    starts (e.g. route timeouts for event streams). `wasm`: the module every
-    listener loads (the release build by default)."""
+    starts (e.g. route timeouts for event streams); `concurrency`: worker
+    threads (each runs its own VM; shared data spans them). `wasm`: the
+    module every listener loads (the release build by default)."""
     admin_port = free_port()
     config = render_envoy(
         listeners, upstream_port, admin_port, wasm=wasm, access_log_path=access_log_path, extra_clusters=extra_clusters
@@ -266,7 +268,7 @@ def start_envoy(
             "-c",
             str(config_path),
             "--concurrency",
-            "1",
+            str(concurrency),
             "--log-level",
             "info",
             "--component-log-level",

@@ -11,13 +11,10 @@ One Envoy (one worker: `--concurrency 1`) has three listeners on the same
 upstream: `bare` (no plugin: the baseline), `default` (the plugin at its
 default configuration) and `transforms` (every clean transform opted in).
 Each case asserts what arrives (byte-identical, or transformed where the
-transform is linear) and the counted reason, then times the same bytes
-through the plugin and without it and asserts the plugin stays within
-twice Envoy's own time, plus the plugin's time for an ordinary input of the
-same size and kind (a linear stage's cost: the same bytes of a page, a
-blob, a table). Last, while one such response is in flight, a second
-client's small request on the same worker must be answered as fast as the
-rule allows. Times are printed, not compared with absolute figures.
+transform is linear) and the counted reason (a work budget's, where a stage
+gave up). How long each takes through the plugin against Envoy alone is a
+benchmark, tests/e2e/bench_hostile.py (`make bench`), not a timed test. Last, while one such response is in
+flight, a second client's small request on the same worker gets its answer.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ import hashlib
 import hmac
 import json
 import random
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,7 +38,6 @@ from harness import Listener
 
 MB = 1 << 20
 BIG = 4 * MB
-RUNS = 5
 
 CONFIGS = {
     "default": {"max_body_bytes": BIG, "max_event_bytes": BIG},
@@ -364,7 +359,12 @@ def expected_counts(case: Case, listener: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("listener", list(CONFIGS))
 @pytest.mark.parametrize("name", [c.name for c in HOSTILE])
-def test_hostile_result_arrives_in_linear_time(envoy, listener, name):
+def test_hostile_result_arrives_as_sent_or_bounded(envoy, listener, name):
+    """What arrives, and the reason counted: byte-identical where no linear
+    transform applies, transformed where one does, and a work budget's
+    reason (`html_budget`, `toon_budget`) where a stage gave up. How long
+    it takes is a benchmark (tests/e2e/bench_hostile.py, in `make bench`),
+    not a timed test."""
     case = BY_NAME[name]
     before = envoy.prometheus()
     _, body = send(envoy, listener, case)
@@ -377,46 +377,23 @@ def test_hostile_result_arrives_in_linear_time(envoy, listener, name):
     expected = expected_counts(case, listener)
     assert counted(envoy, before, expected) == expected
 
-    # The same bytes without the plugin, and an ordinary input of the same
-    # size and kind through it, interleaved with the case.
-    bare, plugin, like = [], [], []
-    for _ in range(RUNS):
-        bare.append(send(envoy, "bare", case)[0])
-        plugin.append(send(envoy, listener, case)[0])
-        if case.like is not None:
-            like.append(send(envoy, listener, BY_NAME[case.like])[0])
-    t_bare, t_plugin = statistics.median(bare), statistics.median(plugin)
-    t_like = statistics.median(like) if like else 0.0
-    print(f"\n{name} [{listener}]: {len(case.body)} bytes; Envoy alone {t_bare * 1e3:.1f} ms, "
-          f"with mcp-toon {t_plugin * 1e3:.1f} ms; an ordinary {case.like or '-'} of that size {t_like * 1e3:.1f} ms")
-    limit = 2 * t_bare + (2 * t_like if case.like else 0.0)
-    assert t_plugin <= limit, f"{name}: {t_plugin * 1e3:.1f} ms through mcp-toon, allowed {limit * 1e3:.1f} ms"
-
 
 @pytest.mark.parametrize("listener", list(CONFIGS))
 @pytest.mark.parametrize("name", ["b64_lines", "html_rt", "html_div_title", "toon_group_rows"])
-def test_a_second_client_is_answered_meanwhile(envoy, listener, name):
-    """One worker: while the hostile response is processed, a small request
-    on another connection is answered within what the big one may cost."""
+def test_a_second_client_is_answered_beside_a_hostile_response(envoy, listener, name):
+    """One worker: while a hostile response is in flight, a small request on
+    another connection gets its own answer, and the big one arrives as it
+    would alone (how long the small one waited: tests/e2e/bench_hostile.py)."""
     case = BY_NAME[name]
     small = BY_NAME["small"]
-    t_small_alone = statistics.median(send(envoy, listener, small)[0] for _ in range(RUNS))
-    t_bare = statistics.median(send(envoy, "bare", case)[0] for _ in range(RUNS))
-    t_like = statistics.median(send(envoy, listener, BY_NAME[case.like])[0] for _ in range(RUNS)) if case.like else 0.0
-    big: list[float] = []
-    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[0]))
-    start = time.monotonic()
+    _, alone = send(envoy, listener, case)
+    big: list[bytes] = []
+    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[1]))
     thread.start()
-    # Once the big response is on its way (the upstream answers at once).
-    time.sleep(min(t_bare / 2, 0.05))
-    t_small, body = send(envoy, listener, small)
+    _, body = send(envoy, listener, small)
     thread.join(timeout=120)
-    assert body == small.body and big, "both answered"
-    print(f"\n{name} [{listener}]: the small request took {t_small * 1e3:.1f} ms beside it "
-          f"({t_small_alone * 1e3:.1f} ms alone), the big one {big[0] * 1e3:.1f} ms; "
-          f"started {(time.monotonic() - start) * 1e3:.0f} ms ago")
-    limit = t_small_alone + 2 * t_bare + 2 * t_like
-    assert t_small <= limit, f"{name}: the small request waited {t_small * 1e3:.1f} ms, allowed {limit * 1e3:.1f} ms"
+    assert body == small.body
+    assert big == [alone]
 
 
 @pytest.mark.parametrize("listener", list(CONFIGS))

@@ -455,7 +455,8 @@ def test_long_stream_memory_does_not_grow_with_the_number_of_events(sse_server, 
     """progress_flood sends `count` progress events, then a table. The
     plugin's VM memory (its wasm linear memory, which only ever grows) and
     the most bytes one stream held are read from the plugin's gauges after
-    runs of N and 10N events: neither may grow with the number of events."""
+    a warm-up and runs of N, 10N and 10N events: neither may grow with the
+    number of events."""
     e = harness.start_envoy(
         [Listener("flood", {}, allow_on_headers_stop_iteration=False)],
         sse_server.port,
@@ -496,18 +497,22 @@ def test_long_stream_memory_does_not_grow_with_the_number_of_events(sse_server, 
         # working set of the largest reads Envoy may coalesce (under load
         # many 40-byte writes arrive as one read), so what grows afterwards
         # grows with the number of events. A leak grows here and again below.
-        flood(10 * n)
+        _, memory_warm, _ = flood(10 * n)
         seen_n, memory_n, held_n = flood(n)
         seen_10n, memory_10n, held_10n = flood(10 * n)
+        seen_again, memory_again, _ = flood(10 * n)
         encoded = e.prometheus()["mcp_toon_encoded"]
     finally:
         e.stop()
 
-    assert (seen_n, seen_10n) == (n, 10 * n)
-    assert encoded == 3
-    # 9,000 more events; one 64 KiB page of slack is under 8 bytes an event.
-    assert memory_10n - memory_n <= 65536, (memory_n, memory_10n)
+    assert (seen_n, seen_10n, seen_again) == (n, 10 * n, 10 * n)
+    assert encoded == 4
+    # 21,000 events after the warm-up; two 64 KiB pages of slack (the
+    # allocator may settle once more when Envoy coalesces the reads of a
+    # loaded machine differently) are under 7 bytes an event: a leak of a
+    # few bytes an event grows past them.
+    assert memory_again - memory_warm <= 2 * 65536, (memory_warm, memory_n, memory_10n, memory_again)
     # What a stream held between callbacks: at most one incomplete event
     # (how much of one depends on where Envoy's reads cut the stream).
     assert 0 < held_n <= held_10n <= largest_event, (held_n, held_10n, largest_event)
-    print(f"memory {memory_n:.0f} -> {memory_10n:.0f} bytes; held at most {held_n:.0f} -> {held_10n:.0f} bytes")
+    print(f"memory {memory_warm:.0f} -> {memory_n:.0f} -> {memory_10n:.0f} -> {memory_again:.0f} bytes; held at most {held_n:.0f} -> {held_10n:.0f} bytes")

@@ -81,12 +81,13 @@ HEADERS = {"content-type": "application/json", "accept": "application/json, text
 
 
 def trimmed_rows(text: str, intent: str) -> Any:
-    """The value of a block trimmed to `intent` that TOON left alone: the
-    trim note line (issue 13, src/stage/trim.rs `header`), then the JSON
-    extraction."""
-    head, _, rest = text.partition("\n")
-    quoted = json.dumps(intent, ensure_ascii=False)
-    assert head == f"[mcp-toon: trimmed to the intent {quoted}; call again without expected_info for the whole result]", text[:300]
+    """The rows of a block trimmed to `intent`: its first line names the
+    intent (src/stage/trim.rs), the JSON extraction follows."""
+    note, _, rest = text.partition("\n")
+    assert note == (
+        f"[mcp-toon: trimmed to the intent {json.dumps(intent, ensure_ascii=False)}; "
+        "call again without expected_info for the whole result]"
+    ), note
     return json.loads(rest)
 
 

@@ -76,6 +76,7 @@ STATUSES: dict[str, tuple[Status, ...]] = {
     "proxy_get_property": (Status.NOT_FOUND, Status.SERIALIZATION_FAILURE, Status.INVALID_MEMORY_ACCESS),
     "proxy_set_property": (Status.NOT_FOUND, Status.INVALID_MEMORY_ACCESS),
     "proxy_send_local_response": (Status.INVALID_MEMORY_ACCESS,),
+    "proxy_set_tick_period_milliseconds": (Status.BAD_ARGUMENT,),
 }
 
 CONTINUE, PAUSE = 0, 1  # proxy_action_t [spec]
@@ -266,8 +267,10 @@ class Vm:
         self.logs: list[tuple[int, str]] = []
         self.unexpected: list[str] = []
         self.shared: dict[bytes, tuple[bytes, int]] = {}
-        # [cpp shared_data] one version counter for every key (nextCas).
-        self.cas = 0
+        # [cpp shared_data.cc nextCas]: one counter for every key, never 0.
+        self.next_cas = 1
+        # [cpp wasm.cc setTimerPeriod]: the root context's timer, 0 = off.
+        self.tick_period_ms = 0
         self.metrics: dict[int, tuple[int, str, int]] = {}  # id -> (type, name, value)
         self.callouts: dict[int, Callout] = {}
         self.next_token = 1
@@ -636,11 +639,21 @@ class Vm:
         entry = self.shared.get(key)
         if cas and entry is not None and entry[1] != cas:
             return Status.CAS_MISMATCH, key.decode("latin-1")
-        # [cpp shared_data]: a new key takes any `cas`; every write gets the
-        # next version of one process-wide counter, never 0.
-        self.cas = (self.cas + 1) & 0xFFFFFFFF or 1
-        self.shared[key] = (self._read(caller, vptr, vsize), self.cas)
+        # [cpp shared_data.cc set]: a key that does not exist is created
+        # whatever `cas` says; every write takes the next global cas.
+        self.shared[key] = (self._read(caller, vptr, vsize), self.next_cas)
+        self.next_cas = self.next_cas % 0xFFFFFFFF + 1
         return Status.OK, key.decode("latin-1")
+
+    def _proxy_set_tick_period_milliseconds(self, caller, period):
+        # [cpp exports.cc set_tick_period_milliseconds]: the timer belongs
+        # to the root context of whichever context calls.
+        self.tick_period_ms = period
+        return Status.OK, f"{period}ms"
+
+    def tick(self) -> None:
+        """The root context's timer fires once (`proxy_on_tick`)."""
+        self._invoke("proxy_on_tick", ROOT_ID, "on_tick", ROOT_ID)
 
     def _proxy_define_metric(self, caller, kind, ptr, size, id_ptr):
         name = self._read(caller, ptr, size).decode("utf-8", "replace")

@@ -3,8 +3,8 @@ use std::sync::Arc;
 
 use super::*;
 use crate::config::{Settings, StreamInfo};
-use crate::exchange::test_store::Store;
 use crate::exchange::{RequestHead, ResponseHead, ResponsePlan};
+use crate::shared::SharedMemory as Store;
 
 #[test]
 fn session_from_either_sdk_spelling() {
@@ -57,6 +57,7 @@ fn post_with(
         content_type: Some("application/json"),
         accept: None,
         end_of_stream: false,
+        headers: &[],
     });
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#
@@ -87,8 +88,7 @@ fn tool_of(store: &mut Store, session: &str, id: &str) -> Option<String> {
 
 fn records(store: &Store) -> usize {
     store
-        .data
-        .iter()
+        .entries()
         .filter(|(k, (v, _))| k.as_str() != "mcp_toon.legacy.key" && !v.is_empty())
         .count()
 }
@@ -123,13 +123,9 @@ fn records_stay_within_a_fixed_number_of_keys() {
         }
     }
     // The slots, and the slot hash's key.
+    assert!(store.keys() <= SLOTS as usize + 1, "{}", store.keys());
     assert!(
-        store.data.len() <= SLOTS as usize + 1,
-        "{}",
-        store.data.len()
-    );
-    assert!(
-        store.data.len() > SLOTS as usize * 9 / 10,
+        store.keys() > SLOTS as usize * 9 / 10,
         "spread over the slots"
     );
 }
@@ -234,9 +230,9 @@ fn slots_depend_on_a_key_from_the_hosts_randomness() {
     assert!(differ > 90, "{differ}");
     // Without randomness no key, no records: results go by their shape.
     let mut none = Store::default();
-    none.no_random = true;
+    none.entropy = crate::shared::Entropy::None;
     post(&mut none, "s1", "1", "t", 202);
-    assert!(none.data.is_empty());
+    assert_eq!(none.keys(), 0);
     assert_eq!(tool_of(&mut none, "s1", "1"), None);
 }
 
@@ -294,8 +290,7 @@ fn a_write_that_lost_a_race_reads_the_slot_again() {
     );
     let values: HashSet<Vec<u8>> = store
         .inner
-        .data
-        .iter()
+        .entries()
         .filter(|(k, _)| k.as_str() != HASH_KEY)
         .map(|(_, (v, _))| v.clone())
         .collect();
@@ -324,8 +319,7 @@ fn a_record_holds_only_what_the_limits_allow() {
     post_with(&mut store, config, "s1", &id, &"t".repeat(16), 202);
     assert_eq!(records(&store), 1);
     let longest = store
-        .data
-        .iter()
+        .entries()
         .filter(|(k, _)| k.as_str() != HASH_KEY)
         .map(|(_, (v, _))| v.len())
         .max()

@@ -18,6 +18,7 @@ fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> Req
         content_type: ct,
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
+        headers: &[],
     }
 }
 
@@ -66,7 +67,8 @@ fn into_tool_call(e: &mut Exchange) {
         RequestPlan {
             strip_accept_encoding: true,
             read_body: true,
-            remove_content_length: false
+            remove_content_length: false,
+            pause_headers: false,
         }
     );
     let (a, b) = CALL.split_at(10);
@@ -418,7 +420,7 @@ fn media_type_drops_parameters() {
 
 mod trim {
     use super::*;
-    use crate::exchange::test_store::Store;
+    use crate::shared::SharedMemory as Store;
     use crate::stage::trim::LlmReply;
 
     /// The text of a trimmed block that TOON left alone: its note, then the
@@ -662,7 +664,7 @@ mod streams {
         );
     }
 
-    use crate::exchange::test_store::Store;
+    use crate::shared::SharedMemory as Store;
 
     fn legacy_get(e: &mut Exchange) {
         let stream = StreamInfo::default();

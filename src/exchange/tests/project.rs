@@ -70,7 +70,7 @@ fn queries_off_everywhere_leave_the_request_alone() {
 #[test]
 fn a_legacy_session_applies_the_query_its_post_carried() {
     let config = r#"{"project":{"queries":true}}"#;
-    let mut shared = crate::exchange::test_store::Store::default();
+    let mut shared = crate::shared::SharedMemory::default();
     let mut post = exchange(config);
     let stream = StreamInfo::default();
     post.request_headers(RequestHead {
@@ -106,8 +106,7 @@ fn a_legacy_session_applies_the_query_its_post_carried() {
     assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
     assert!(
         shared
-            .data
-            .iter()
+            .entries()
             .all(|(k, (v, _))| v.is_empty() || k == "mcp_toon.legacy.key"),
         "the record is used up"
     );

@@ -1,11 +1,13 @@
 //! A request body: each call's id, method, and for a `tools/call` its
-//! tool name (`params.name`), declared intent and query
+//! tool name (`params.name`), its `params.arguments` as sent (a page
+//! handle carries them to call the tool again), declared intent and query
 //! (`params.arguments.<arg>` or `params._meta.<arg>`, see
 //! [`crate::intent`]; the two arguments are read alike).
 //!
 //! The readers it stands in for read `params` twice over, as two structs:
 //! the tool name's (a `name` that is no string, or written twice, names no
-//! tool) and the intent's (an `arguments` or `_meta` written twice declares
+//! tool and no arguments, as does an `arguments` written twice) and the
+//! intent's (an `arguments` or `_meta` written twice declares
 //! none; within either, a key written twice declares none from it). Both
 //! refuse a key they cannot decode. `params` is read before its message's
 //! `method` may be known, so it is read for every message and kept for a
@@ -43,6 +45,9 @@ pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<Re
 #[derive(Default)]
 struct Params {
     tool: Option<String>,
+    /// `params.arguments` as written, when at most
+    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes.
+    arguments: Option<String>,
     intent: Option<String>,
     query: Option<String>,
 }
@@ -119,6 +124,7 @@ impl<'a> Scanner<'a> {
             method: method.into_owned(),
             tool: params.tool,
             intent: params.intent.filter(|_| !intent_too_long),
+            arguments: params.arguments,
             intent_too_long,
             query: params.query,
         })))
@@ -135,6 +141,8 @@ impl<'a> Scanner<'a> {
         let mut named = true;
         let mut arguments: Field<Found> = Field::default();
         let mut meta: Field<Found> = Field::default();
+        let mut arguments_text: Option<&'a str> = None;
+        let mut arguments_once = true;
         let mut declares = true;
         self.object(|s, key| match key.as_deref() {
             None => {
@@ -160,22 +168,31 @@ impl<'a> Scanner<'a> {
                 Some(())
             }
             Some(field @ ("arguments" | "_meta")) => {
+                let start = s.i;
                 let v = if s.null()? {
                     None
                 } else {
                     Some(s.declared_in(arg)?)
                 };
-                let slot = if field == "arguments" {
-                    &mut arguments
+                let once = if field == "arguments" {
+                    if v.is_some() {
+                        arguments_text = s.text.get(start..s.i);
+                    }
+                    let once = arguments.set(v).is_some();
+                    arguments_once &= once;
+                    once
                 } else {
-                    &mut meta
+                    meta.set(v).is_some()
                 };
-                declares &= slot.set(v).is_some();
+                declares &= once;
                 Some(())
             }
             _ => s.value(),
         })?;
         let declares = keys_decode && declares;
+        // The tool name's struct reads `arguments` too: the name and the
+        // arguments are read together or not at all.
+        let read = keys_decode && named && arguments_once;
         let (arguments, meta) = (arguments.value, meta.value);
         // The arguments first, then `_meta` (crate::intent).
         let first = |pick: fn(&Found) -> &Option<String>| {
@@ -186,7 +203,10 @@ impl<'a> Scanner<'a> {
                 .filter(|_| declares)
         };
         Some(Params {
-            tool: name.value.filter(|_| keys_decode && named),
+            tool: name.value.filter(|_| read),
+            arguments: arguments_text
+                .filter(|a| read && a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                .map(str::to_string),
             intent: first(|f| &f.intent),
             query: first(|f| &f.query),
         })

@@ -44,6 +44,7 @@ mod whitespace;
 mod tests;
 
 pub use crate::config::CleanSettings;
+pub(crate) use cap::split as split_framed;
 pub use cap::{can_hold_first_row, cap, Capped, Framing};
 pub use html::SUPPORTED as HTML_SUPPORTED;
 

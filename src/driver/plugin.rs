@@ -1,0 +1,68 @@
+//! What the driver does for the plugin as a whole, outside any stream: the
+//! page store's timer, and the metrics it moves.
+
+use std::time::Duration;
+
+use super::shared::Shared;
+use super::{best_effort, HELD_BYTES_MAX, VM_MEMORY_BYTES};
+use crate::config::Settings;
+use crate::host::{Host, LogLevel};
+use crate::page::store::{Figures, Store};
+use crate::report::{METRIC_PREFIX, STORE_GAUGES};
+use crate::shared::SessionStore;
+
+/// Every gauge the driver may set, for a host that defines them up front.
+pub fn all_gauges() -> Vec<String> {
+    let mut names = vec![HELD_BYTES_MAX.to_string(), VM_MEMORY_BYTES.to_string()];
+    names.extend(STORE_GAUGES.iter().map(|g| format!("{METRIC_PREFIX}_{g}")));
+    names
+}
+
+/// A configuration was accepted: expired pages are emptied on every write,
+/// and on a timer so their memory goes back without traffic. A host that
+/// refuses the timer keeps them until the next write (logged).
+pub fn configured(host: &mut dyn Host, settings: &Settings) {
+    if !settings.paging_anywhere() || settings.paging.store_bytes == 0 {
+        return;
+    }
+    let period = (settings.paging.ttl_s / 2).clamp(1, 60);
+    if let Err(e) = host.set_tick_period(Duration::from_secs(period)) {
+        host.log(
+            LogLevel::Warn,
+            &format!(
+                "mcp-toon: page store timer refused ({e:?}); expired pages go at the next write"
+            ),
+        );
+    }
+}
+
+/// The timer [`configured`] asked for: empties expired pages.
+pub fn tick(host: &mut dyn Host, settings: &Settings) {
+    if !settings.paging_anywhere() || settings.paging.store_bytes == 0 {
+        return;
+    }
+    let paging = &settings.paging;
+    let mut shared = Shared(host);
+    let now_s = u32::try_from(shared.now_ms() / 1000).unwrap_or(u32::MAX);
+    let swept = Store::new(&mut shared, paging.store_pages, paging.store_bytes).sweep(now_s);
+    match swept {
+        Ok(figures) => store_figures(host, &figures),
+        // Shared data refused or contended: the next write or tick sweeps.
+        Err(e) => host.log(
+            LogLevel::Debug,
+            &format!("mcp-toon: page store sweep not done ({e:?})"),
+        ),
+    }
+}
+
+/// The page store's counters and gauges after a write or a sweep.
+pub(super) fn store_figures(host: &mut dyn Host, figures: &Figures) {
+    for (name, amount) in figures.counters() {
+        let r = host.count(&name, amount);
+        best_effort(host, "counting", r);
+    }
+    for (name, value) in figures.gauges() {
+        let r = host.gauge(&name, value);
+        best_effort(host, "a gauge", r);
+    }
+}

@@ -1,0 +1,133 @@
+use super::*;
+use crate::config::Settings;
+use crate::page::handle::Handle;
+use crate::page::store::Store;
+use crate::shared::SharedMemory;
+
+fn rows(n: usize) -> String {
+    let rows: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({"seq": i, "level": "info", "message": format!("request {i} handled")}))
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+fn settings(extra: &str) -> Settings {
+    Settings::from_json(&format!(
+        r#"{{"hold_headers":true,"budget":{{"tokens":600}},"paging":{{"enabled":true{extra}}}}}"#
+    ))
+    .unwrap()
+}
+
+fn host() -> SharedMemory {
+    let mut host = SharedMemory::with(crate::shared::Entropy::Seeded(42));
+    host.now_ms = 1_000_000;
+    host
+}
+
+const CALL: CallInfo<'static> = CallInfo {
+    tool: Some("export"),
+    arguments: Some(r#"{"n":1}"#),
+    binding: [3; 8],
+    cluster: Some("c"),
+    trimmed: false,
+};
+
+fn handle_in(notice: &str) -> &str {
+    let start = notice.find("{\"handle\":\"").unwrap() + 11;
+    &notice[start..start + notice[start..].find('"').unwrap()]
+}
+
+#[test]
+fn pages_are_kept_and_each_notice_hands_on_the_next() {
+    let s = settings("");
+    let text = rows(300);
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
+    let mut host = host();
+    let policy = s.policy(Default::default(), Some("export"));
+    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host).unwrap();
+    assert!(cut.paged);
+    let mut all: Vec<serde_json::Value> = serde_json::from_str(&cut.plan.pages[0].text).unwrap();
+    let mut notice = cut.notice.clone();
+    let mut n = 1;
+    loop {
+        if !notice.contains("\"handle\"") {
+            break;
+        }
+        let h = Handle::decode(handle_in(&notice), &s.paging.key).unwrap();
+        n += 1;
+        assert_eq!(h.page as usize, n);
+        let store = Store::new(&mut host, s.paging.store_pages, s.paging.store_bytes);
+        let kept = store
+            .read(
+                h.slot(s.paging.store_pages).unwrap(),
+                &h.id,
+                h.page,
+                &CALL.binding,
+                1000,
+            )
+            .unwrap();
+        let page: Vec<serde_json::Value> = serde_json::from_str(&kept.text).unwrap();
+        all.extend(page);
+        notice = kept.notice;
+    }
+    assert_eq!(n, cut.plan.pages.len());
+    assert!(notice.ends_with("This is the last page."), "{notice}");
+    assert_eq!(serde_json::Value::Array(all).to_string(), text);
+}
+
+#[test]
+fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
+    let s =
+        settings(r#","key":"0123456789abcdef0123456789abcdef","store_bytes":0,"reissue":"always""#);
+    let text = rows(300);
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
+    let policy = s.policy(Default::default(), Some("export"));
+    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
+    assert!(cut.paged);
+    let h = Handle::decode(handle_in(&cut.notice), &s.paging.key).unwrap();
+    assert_eq!(h.first_slot, crate::page::handle::NOT_STORED);
+    let call = h.call.clone().unwrap();
+    assert!(call.reissue);
+    assert_eq!(call.arguments, r#"{"n":1}"#);
+    let (page, notice) = page_of(&items, &[0], &h, &s.paging).unwrap();
+    assert_eq!(page, cut.plan.pages[1].text);
+    assert!(notice.starts_with("[mcp-toon] Page 2 of "), "{notice}");
+    let changed = rows(301);
+    let other = [Item {
+        text: &changed,
+        framing: Framing::Text,
+    }];
+    assert_eq!(page_of(&other, &[0], &h, &s.paging), Err(Rebuilt::Changed));
+}
+
+#[test]
+fn without_store_or_key_the_rest_is_not_kept() {
+    let s = settings(r#","store_bytes":0"#);
+    let text = rows(300);
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
+    let policy = s.policy(Default::default(), Some("export"));
+    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
+    assert!(!cut.paged);
+    assert!(cut.notice.contains("They are not kept"), "{}", cut.notice);
+    // No random source: no handles either.
+    let s = settings("");
+    let cut = super::cut(
+        &items,
+        &[0],
+        &policy,
+        &s.paging,
+        &CALL,
+        &mut SharedMemory::with(crate::shared::Entropy::None),
+    )
+    .unwrap();
+    assert!(!cut.paged);
+}

@@ -1,0 +1,238 @@
+//! A call of the page tool, answered by the plugin from the request path.
+//!
+//! The reply is what an MCP server would send (MCP 2025-06-18 "Tools":
+//! a JSON-RPC response with the request's id whose result is a
+//! `CallToolResult`), as JSON or one SSE event as the client accepts. A
+//! handle that is unknown, expired, forged or another session's gets a tool
+//! error (`isError: true`) telling the agent to call the original tool again
+//! with narrower arguments.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::handle::{Handle, Refused};
+use super::reissue::Reissue;
+use super::store::{Miss, Store};
+use super::{tool_result, tools, Framing, LocalReply};
+use crate::config::{Reissue as ReissuePolicy, ServerScope, Settings, StreamInfo};
+use crate::mcp::{id_key, TOOLS_CALL};
+use crate::outcome::{Outcome, Reason, Stage};
+use crate::report::Decision;
+use crate::shared::SessionStore;
+use crate::stage::budget::notice;
+
+/// A call of the page tool, read from a request body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageCall {
+    /// The request's id as its JSON text.
+    pub id: String,
+    /// `arguments.handle`, when it is a string.
+    pub handle: Option<String>,
+    /// `params._meta` as sent (MCP 2026-07-28 carries the protocol version
+    /// and client info there); a re-issued call carries it too.
+    pub meta: Option<String>,
+    /// The request speaks MCP 2026-07-28 or later (results need
+    /// `resultType`).
+    pub modern: bool,
+}
+
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    method: Option<String>,
+    #[serde(borrow)]
+    params: Option<Params<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Params<'a> {
+    name: Option<String>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Arguments {
+    handle: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    version: Option<String>,
+}
+
+/// The page call in `body`: one JSON-RPC request (not a batch) calling
+/// `tool_name`.
+pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
+    let text = std::str::from_utf8(body).ok()?;
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let r: Request = serde_json::from_str(text).ok()?;
+    let params = r.params?;
+    if r.method.as_deref() != Some(TOOLS_CALL) || params.name.as_deref() != Some(tool_name) {
+        return None;
+    }
+    let id = id_key(r.id?)?;
+    let handle = params
+        .arguments
+        .and_then(|a| serde_json::from_str::<Arguments>(a.get()).ok())
+        .and_then(|a| a.handle)
+        .and_then(|h| h.as_str().map(str::to_string));
+    let version = params
+        .meta
+        .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
+        .and_then(|m| m.version);
+    Some(PageCall {
+        id,
+        handle,
+        meta: params.meta.map(|m| m.get().to_string()),
+        modern: super::is_modern(version.as_deref()),
+    })
+}
+
+/// What the request path does with a page call.
+#[derive(Debug)]
+pub enum Answer {
+    /// Send this reply; record this decision.
+    Reply(LocalReply, Decision),
+    /// Call the tool again upstream, then [`Reissue::finish`].
+    Reissue(Box<Reissue>),
+}
+
+/// The request's context a page call needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub settings: &'a Settings,
+    pub scope: ServerScope,
+    pub stream: &'a StreamInfo,
+    pub binding: [u8; 8],
+    pub framing: Framing,
+    /// `:path` and request headers of the page call, for a re-issued call.
+    pub path: &'a str,
+    pub headers: &'a [(String, String)],
+}
+
+fn decision(call: &PageCall, tool: Option<&str>, outcome: Outcome, bytes: usize) -> Decision {
+    Decision {
+        stage: Stage::Page,
+        outcome,
+        id: Some(call.id.clone()),
+        tool: tool.map(str::to_string),
+        block: None,
+        bytes_before: 0,
+        bytes_after: bytes,
+        lossless: false,
+        transform: None,
+    }
+}
+
+/// A tool error for a refused page call.
+pub fn refuse(
+    call: &PageCall,
+    framing: Framing,
+    reason: Reason,
+    tool: Option<&str>,
+) -> (LocalReply, Decision) {
+    let why = match reason {
+        Reason::PageExpired => "This page handle has expired.",
+        Reason::PageForeign => "This page handle belongs to another session.",
+        Reason::PageChanged => "The result changed since its first page was sent (the tool returned something else when called again), so its pages would not fit together.",
+        Reason::PageReissueFailed => "The rest of this result is not held by this gateway, and calling the tool again failed.",
+        Reason::PageMissing => "The page tool needs its `handle` argument: the handle in the notice of the previous page.",
+        _ => "This page handle is unknown here: it was not issued by this gateway, or its pages are no longer held.",
+    };
+    let message = tool_result(&call.id, &[&notice::refused(why)], true, call.modern);
+    let d = decision(call, tool, Outcome::Passthrough(reason), 0);
+    (framing.reply(&message, None), d)
+}
+
+/// Answers a page call: from the store, by calling the tool again, or with
+/// a tool error.
+pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
+    let header = cx
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("mcp-protocol-version"))
+        .map(|(_, v)| v.as_str());
+    let modern_call;
+    let call = if !call.modern && super::is_modern(header) {
+        modern_call = PageCall {
+            modern: true,
+            ..call.clone()
+        };
+        &modern_call
+    } else {
+        call
+    };
+    let paging = &cx.settings.paging;
+    let refused = |reason: Reason, tool: Option<&str>| {
+        let (reply, d) = refuse(call, cx.framing, reason, tool);
+        Answer::Reply(reply, d)
+    };
+    let Some(text) = call.handle.as_deref() else {
+        return refused(Reason::PageMissing, None);
+    };
+    let handle = match Handle::decode(text, &paging.key) {
+        Ok(h) => h,
+        Err(Refused::Malformed | Refused::Forged) => return refused(Reason::PageForged, None),
+    };
+    let tool = handle.call.as_ref().map(|c| c.tool.clone());
+    let now_s = u32::try_from(host.now_ms() / 1000).unwrap_or(u32::MAX);
+    let mut miss = Miss::Unknown;
+    if let Some(slot) = handle
+        .slot(paging.store_pages)
+        .filter(|_| paging.store_bytes > 0)
+    {
+        let store = Store::new(host, paging.store_pages, paging.store_bytes);
+        match store.read(slot, &handle.id, handle.page, &cx.binding, now_s) {
+            Ok(kept) => {
+                let message =
+                    tool_result(&call.id, &[&kept.text, &kept.notice], false, call.modern);
+                let owner = Some(kept.tool.as_str()).filter(|t| !t.is_empty());
+                let d = decision(call, owner, Outcome::Paged, kept.text.len());
+                let summary = cx.settings.hold_headers.then(|| "paged=1".to_string());
+                return Answer::Reply(cx.framing.reply(&message, summary), d);
+            }
+            Err(m) => miss = m,
+        }
+    }
+    if miss == Miss::Foreign {
+        return refused(Reason::PageForeign, tool.as_deref());
+    }
+    let Some(signed) = handle.call.as_ref() else {
+        let reason = if miss == Miss::Expired {
+            Reason::PageExpired
+        } else {
+            Reason::PageUnknown
+        };
+        return refused(reason, None);
+    };
+    if signed.binding != cx.binding {
+        return refused(Reason::PageForeign, tool.as_deref());
+    }
+    if signed.expires_s <= now_s || miss == Miss::Expired {
+        return refused(Reason::PageExpired, tool.as_deref());
+    }
+    let policy = cx.settings.policy(cx.scope, Some(&signed.tool));
+    let safe = match policy.reissue {
+        ReissuePolicy::Always => true,
+        ReissuePolicy::Never => false,
+        ReissuePolicy::Auto => {
+            signed.reissue
+                || tools::known_safe(
+                    host,
+                    cx.stream.cluster.as_deref().unwrap_or(""),
+                    &signed.tool,
+                ) == Some(true)
+        }
+    };
+    match (safe, Reissue::new(call, &handle, cx)) {
+        (true, Some(r)) => Answer::Reissue(Box::new(r)),
+        _ => refused(Reason::PageUnknown, tool.as_deref()),
+    }
+}
