@@ -331,3 +331,37 @@ fn a_request_decided_at_its_body_keeps_the_limits_and_the_intent_rule() {
         "trim is off for `quiet`: its argument is its own"
     );
 }
+
+/// A budget cuts after every other stage, so a tool with one is read
+/// though TOON, clean, trim and projection are off; and where paging is on
+/// a call of the page tool the batch form leaves to the server (a page call
+/// is answered here only alone) is never decided at its request either
+/// (issues 14 and 15).
+#[test]
+fn a_budget_or_a_page_call_keeps_a_call_read() {
+    let off = r#""toon":{"mode":"off"},"clean":{"compact_json":false}"#;
+    let budgeted = format!(r#"{{{off},"tools":{{"rows":{{"budget":{{"bytes":4096}}}}}}}}"#);
+    let mut store = Store::default();
+    let mut e = exchange(&budgeted);
+    post(&mut e, &call("1", "rows", json!({})), &mut store);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    // Another tool on the same configuration changes nothing.
+    let mut e = exchange(&budgeted);
+    post(&mut e, &call("1", "cols", json!({})), &mut store);
+    assert!(e.ignores_response(), "{:?}", e.report());
+
+    let paged = format!(
+        r#"{{{off},"hold_headers":true,"paging":{{"key":"0123456789abcdef0123456789abcdef"}},
+            "tools":{{"rows":{{"budget":{{"bytes":4096}},"paging":{{"enabled":true}}}}}}}}"#
+    );
+    let page = call("1", "mcp_toon_page", json!({"handle": "x"}));
+    let other = call("2", "cols", json!({}));
+    let batch = [b"[".as_slice(), &page, b",", &other, b"]"].concat();
+    let mut e = exchange(&paged);
+    post(&mut e, &batch, &mut store);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    let mut e = exchange(&paged);
+    let batch = [b"[".as_slice(), &other, b"]"].concat();
+    post(&mut e, &batch, &mut store);
+    assert!(e.ignores_response(), "{:?}", e.report());
+}

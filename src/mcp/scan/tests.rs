@@ -216,6 +216,44 @@ const REQUESTS: &[&str] = &[
     r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"a","q":"b"},"_meta":{"q":"m"}}}"#,
 ];
 
+/// Each call's `arguments` as written, for a page handle (issue 15): the
+/// value's own text, none past `page::handle::MAX_ARGUMENTS` bytes, none
+/// where the name and the arguments cannot be read together.
+#[test]
+fn the_arguments_are_kept_as_written() {
+    let max = crate::page::handle::MAX_ARGUMENTS;
+    // `{"s":"…"}` of exactly `len` bytes.
+    let args = |len: usize| format!(r#"{{"s":"{}"}}"#, "x".repeat(len - 8));
+    let call = |params: &str| format!(r#"{{"id":1,"method":"tools/call","params":{params}}}"#);
+    let read = |body: &str| {
+        same(body);
+        super::request(body, Declared::default(), &Limits::NONE)
+            .unwrap()
+            .calls
+            .into_iter()
+            .next()
+            .unwrap()
+    };
+    let spaced = call(r#"{"name":"t","arguments" : 	{ "a" : [1, 2] } , "_meta":{}}"#);
+    let c = read(&spaced);
+    assert_eq!(c.arguments.as_deref(), Some(r#"{ "a" : [1, 2] }"#));
+    assert_eq!(c.tool.as_deref(), Some("t"));
+    let at = call(&format!(r#"{{"name":"t","arguments":{}}}"#, args(max)));
+    assert_eq!(read(&at).arguments, Some(args(max)));
+    let past = call(&format!(r#"{{"name":"t","arguments":{}}}"#, args(max + 1)));
+    let c = read(&past);
+    assert_eq!((c.arguments, c.tool.as_deref()), (None, Some("t")));
+    let twice = call(r#"{"name":"t","arguments":{},"arguments":{"a":1}}"#);
+    let c = read(&twice);
+    assert_eq!((c.arguments, c.tool), (None, None));
+    let unnamed = call(r#"{"name":5,"arguments":{"a":1}}"#);
+    assert_eq!(read(&unnamed).arguments, None);
+    let null = call(r#"{"name":"t","arguments":null}"#);
+    assert_eq!(read(&null).arguments, None);
+    let listed = r#"{"id":1,"method":"tools/list","params":{"arguments":{"a":1}}}"#;
+    assert_eq!(read(listed).arguments, None);
+}
+
 #[test]
 fn hand_made_bodies() {
     for body in BODIES.iter().chain(REQUESTS) {
