@@ -4,15 +4,18 @@ with the figures and the commands that made them.
 1. token savings on bench/corpus/ (cargo bench --bench token_savings), and
    before/after projection (cargo bench --bench projection);
 2. native TOON stage throughput (cargo bench --bench toon_throughput);
-3. through Envoy: no plugin / plugin with every stage off / plugin adaptive,
-   on tabular and non-tabular results of 1 KB and 64 KB, with wrk;
+3. through Envoy: no plugin / empty filter / floor / plugin with every stage
+   off / plugin adaptive, on tabular and non-tabular results of 1 KB, 64 KB
+   and 1 MiB, with wrk; the ratios to the no-plugin and floor rows are
+   printed too (issue 14);
 4. module size and peak core memory per stream (cargo bench --bench
    stream_memory).
 
 Run from the repository root after `make build`: .venv/bin/python scripts/bench.py
 Options: --seconds N (wrk run length per cell, default 8), --only SECTION
-(tokens, throughput, envoy, memory; repeatable) to rerun a part and keep the
-other sections' last figures out (the file is rewritten whole).
+(tokens, throughput, envoy, memory; repeatable) to rerun a part: its
+sections replace theirs in the existing file, stamped with the run's date
+and commit; the others stay.
 scripts/bench_real.py (the second part of `make bench`) then adds the
 section on real MCP servers.
 """
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -146,95 +150,227 @@ def result(text: str) -> bytes:
 
 
 def tabular_text(size: int) -> str:
-    rows, i = [], 0
-    while len(json.dumps(rows, separators=(",", ":"))) < size - 120:
-        rows.append({"id": i, "sku": f"SKU-{i:05d}", "name": f"Widget {i}", "price": round(3.5 + i * 0.25, 2), "stock": i * 7 % 113, "active": i % 4 != 0})
+    """A JSON array of uniform rows, about `size` bytes compact."""
+    rows, total, i = [], 2, 0
+    while total < size - 120:
+        row = {"id": i, "sku": f"SKU-{i:05d}", "name": f"Widget {i}", "price": round(3.5 + i * 0.25, 2), "stock": i * 7 % 113, "active": i % 4 != 0}
+        rows.append(row)
+        total += len(json.dumps(row, separators=(",", ":"))) + 1
         i += 1
     return json.dumps(rows, separators=(",", ":"))
 
 
 def non_tabular_text(size: int) -> str:
     """A JSON document, not a table: sections with varying nested arrays."""
-    sections, i = [], 0
+    sections, total, i = [], 40, 0
     doc = {"title": "Quarterly review", "sections": sections}
-    while len(json.dumps(doc, separators=(",", ":"))) < size - 160:
-        sections.append({"heading": f"Part {i}", "body": "Shipping times improved while returns stayed flat. " * (1 + i % 3), "tags": ["ops", "q3"][: 1 + i % 2], "refs": [{"doc": i, "page": i % 7}] * (i % 3)})
+    while total < size - 160:
+        section = {"heading": f"Part {i}", "body": "Shipping times improved while returns stayed flat. " * (1 + i % 3), "tags": ["ops", "q3"][: 1 + i % 2], "refs": [{"doc": i, "page": i % 7}] * (i % 3)}
+        sections.append(section)
+        total += len(json.dumps(section, separators=(",", ":"))) + 1
         i += 1
     return json.dumps(doc, separators=(",", ":"))
 
 
 CLEAN_OFF = {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False, "compact_json": False}
-ENVOY_LISTENERS = [
-    ("no plugin", "none", {}),
+# (label, listener name, what it runs): None no wasm filter; "pass"/"copy"
+# the floor filter (benches/floor/) so configured; a dict, mcp-toon with
+# that configuration.
+ENVOY_LISTENERS: list[tuple[str, str, Any]] = [
+    ("no plugin", "none", None),
+    ("empty wasm filter", "empty", "pass"),
+    ("floor: body copied through the VM", "floor", "copy"),
     ("plugin, every stage off", "off", {"toon": {"mode": "off"}, "clean": CLEAN_OFF}),
-    ("plugin, adaptive (defaults)", "adaptive", {}),
+    ("plugin, defaults", "adaptive", {}),
 ]
+# Sizes of the result text: 1 KB and 64 KB; "1m": the largest text whose
+# body (the text escaped into a JSON string) stays within 1 MiB less 1 KiB,
+# under max_body_bytes (1 MiB by default), past which a body passes
+# untouched.
+SIZES = (("1k", 1024), ("64k", 64 * 1024), ("1m", None))
+BODY_1M = 1024 * 1024 - 1024
 
 
-def envoy(seconds: int) -> str:
+def body_of(make: Callable[[int], str], size: int | None) -> bytes:
+    if size is not None:
+        return result(make(size))
+    size = BODY_1M
+    while len(body := result(make(size))) > BODY_1M:
+        size -= (len(body) - BODY_1M) * 4 // 5 + 256
+    return body
+CONNECTIONS = 8
+FLOOR_WASM = ROOT / "target" / "floor" / "wasm32-wasip1" / "release" / "mcp_toon_floor.wasm"
+
+
+def build_floor() -> list[str]:
+    cmd = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", "benches/floor/Cargo.toml", "--target-dir", "target/floor"]
+    sh(cmd)
+    return cmd
+
+
+def floor_tweak(config: dict[str, Any]) -> None:
+    """Points the floor listeners' wasm filter at the floor module, each in
+    a VM of its own, configured `pass` or `copy`."""
+    for lst in config["static_resources"]["listeners"]:
+        what = next((w for _, name, w in ENVOY_LISTENERS if name == lst["name"]), None)
+        if not isinstance(what, str):
+            continue
+        hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+        wasm = next(f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.wasm")
+        cfg = wasm["typed_config"]["config"]
+        cfg["vm_config"]["vm_id"] = f"floor_{what}"
+        cfg["vm_config"]["code"]["local"]["filename"] = str(FLOOR_WASM)
+        cfg["configuration"]["value"] = what
+        cfg.pop("allow_on_headers_stop_iteration", None)
+
+
+def tools_call() -> bytes:
+    return json.dumps(harness.jsonrpc("tools/call", {"name": "bench", "arguments": {}}, id=1), separators=(",", ":")).encode()
+
+
+def resources_read() -> bytes:
+    """A request the plugin leaves alone: the same canned response answers it."""
+    return json.dumps(harness.jsonrpc("resources/read", {"uri": "file:///bench.json"}, id=1), separators=(",", ":")).encode()
+
+
+def core_times(cells: list[tuple[str, str, bytes, bytes]], work: Path) -> tuple[list[str], dict[str, float]]:
+    """Native µs per exchange (benches/core_time.rs) of each (name, listener,
+    request, response) with that listener's plugin configuration."""
+    entries = []
+    for name, listener, request, body in cells:
+        config = next(w for _, n, w in ENVOY_LISTENERS if n == listener)
+        slug = name.replace(" ", "-").replace("/", "-").replace("(", "").replace(")", "")
+        req, resp = work / f"{slug}.{listener}.request", work / f"{slug}.{listener}.response"
+        req.write_bytes(request)
+        resp.write_bytes(body)
+        entries.append({"name": f"{name}/{listener}", "config": config, "request": str(req), "response": str(resp)})
+    manifest = work / "core-time.json"
+    manifest.write_text(json.dumps(entries))
+    cmd = ["cargo", "bench", "--quiet", "--bench", "core_time", "--", str(manifest)]
+    times, _calls = (json.loads(line) for line in sh(cmd).strip().splitlines()[-2:])
+    return ["cargo", "bench", "--quiet", "--bench", "core_time", "--", "MANIFEST"], times
+
+
+def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
+    floor_cmd = build_floor()
     bodies = {}
-    for label, size in (("1k", 1024), ("64k", 64 * 1024)):
-        bodies[f"tabular-{label}"] = result(tabular_text(size))
-        bodies[f"nontabular-{label}"] = result(non_tabular_text(size))
-    cases = [loadgen.Canned(name, body) for name, body in bodies.items()]
-    request = json.dumps(harness.jsonrpc("tools/call", {"name": "bench", "arguments": {}}, id=1), separators=(",", ":")).encode()
-    rows = []
+    for label, size in SIZES:
+        bodies[f"tabular-{label}"] = body_of(tabular_text, size)
+        bodies[f"nontabular-{label}"] = body_of(non_tabular_text, size)
+    # (row name, canned case, request): every result answers a tools/call;
+    # the 64 KB table also answers a request that is not one.
+    rows_wanted = [(name, name, tools_call()) for name in bodies]
+    rows_wanted.insert(rows_wanted.index(("tabular-64k", "tabular-64k", tools_call())) + 1, ("tabular-64k (resources/read)", "tabular-64k", resources_read()))
+    if only_cases:
+        rows_wanted = [r for r in rows_wanted if r[0] in only_cases]
+    cases = [loadgen.Canned(name, body) for name, body in bodies.items() if any(c == name for _, c, _ in rows_wanted)]
+    measured: list[tuple[str, int, int, str, str, Any, float]] = []
     with tempfile.TemporaryDirectory(prefix="mcp-toon-bench-") as tmp:
         work = Path(tmp)
+        core_cells = [(row, n, req, bodies[case]) for row, case, req in rows_wanted for _, n, w in ENVOY_LISTENERS if isinstance(w, dict)]
+        core_cmd, core = core_times(core_cells, work)
         upstream, port = loadgen.start_canned_upstream(cases, work)
         try:
-            listeners = [Listener(name, cfg, False) for _, name, cfg in ENVOY_LISTENERS]
-            e = loadgen.start_plugin_envoy(listeners, port, work, "envoy-bench", no_plugin=("none",))
+            listeners = [Listener(name, what if isinstance(what, dict) else {}, False) for _, name, what in ENVOY_LISTENERS]
+            e = loadgen.start_plugin_envoy(listeners, port, work, "envoy-bench", no_plugin=("none",), tweak=floor_tweak)
             try:
-                for case in cases:
+                for row, case, request in rows_wanted:
                     for label, name, _ in ENVOY_LISTENERS:
                         url = e.url(name, "")
                         # Sizes as the client sees them, and a warm-up.
-                        sent = harness.post(f"{url}/load/{case.name}", json.loads(request))
+                        sent = harness.post(f"{url}/load/{case}", json.loads(request))
                         assert sent.status_code == 200, sent
-                        loadgen.run_wrk(url, [case.name], None, 500, 4, threads=1, request_body=request)
+                        loadgen.run_wrk(url, [case], None, 500, 4, threads=1, request_body=request)
                         cpu_before = cpu_seconds(e.proc.pid)
-                        r = loadgen.run_wrk(url, [case.name], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request)
+                        r = loadgen.run_wrk(url, [case], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request)
                         cpu_us = (cpu_seconds(e.proc.pid) - cpu_before) * 1e6 / max(r.responses, 1)
                         assert r.non_2xx == 0 and not any(r.errors.values()), r.output
-                        rows.append((case.name, len(case.body), len(sent.content), label, r, cpu_us))
-                        print(f"{case.name} {label}: {r.requests_per_s:.0f} req/s p50 {r.latency_us['p50']} us p99 {r.latency_us['p99']} us, {cpu_us:.0f} us CPU/req", file=sys.stderr)
+                        measured.append((row, len(bodies[case]), len(sent.content), label, name, r, cpu_us))
+                        print(f"{row} {label}: {r.requests_per_s:.0f} req/s p50 {r.latency_us['p50']} us p99 {r.latency_us['p99']} us, {cpu_us:.0f} us CPU/req", file=sys.stderr)
             finally:
                 e.stop()
         finally:
             upstream.stop()
+    cpu = {(row, name): cpu_us for row, _, _, _, name, _, cpu_us in measured}
     lines = [
-        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
+        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request | × no plugin | × floor | native core µs | floor + native µs | × (floor + native) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, sent, got, label, r, cpu_us in rows:
+    for row, sent, got, label, name, r, cpu_us in measured:
+        base = cpu.get((row, "none"))
+        ratio = f"{cpu_us / base:.2f}" if base else "–"
+        native = core.get(f"{row}/{name}")
+        floor = cpu.get((row, "floor"))
+        ratio += f" | {cpu_us / floor:.2f}" if floor else " | –"
+        if native is not None and floor is not None:
+            extra = f"{native:,.0f} | {floor + native:,.0f} | {cpu_us / (floor + native):.2f}"
+        else:
+            extra = "– | – | –"
         lines.append(
-            f"| {name} | {sent} | {got} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:.0f} |"
+            f"| {row} | {sent:,} | {got:,} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:,.0f} | {ratio} | {extra} |"
         )
     table = "\n".join(lines)
+    summary = ratios(cpu, core, [r for r, _, _ in rows_wanted])
+    print(summary)
     return f"""## Through Envoy
 
 Command: `.venv/bin/python scripts/bench.py --only envoy --seconds {seconds}` (part of `make bench`).
 
 One Envoy {harness.envoy_version()} (V8, `--concurrency 1`, no access or debug
-log) with three listeners — no wasm filter; mcp-toon with TOON mode `off` and
-every clean transform off; mcp-toon with its default configuration (compact
-JSON, adaptive TOON) — in front of a second Envoy that answers with canned tool
-results (`direct_response`, so no Python on the path). Each cell: `wrk -t2
--c{CONNECTIONS} -d{seconds}s` POSTing one `tools/call` (after a warm-up of 500
-requests); latency is wrk's, from send to last byte, under {CONNECTIONS}
-connections in flight. Both Envoys and wrk share the machine (with whatever
-else runs on it), so requests/s and latency compare the rows of one run, not
-machines; "Envoy CPU µs/request" is the plugin Envoy's user + system CPU time
-(`/proc/PID/stat`) over the cell divided by the responses, which depends less
-on what else runs. The non-tabular result is a compact JSON document
-with nested arrays: TOON passes it (`not_tabular`) and it leaves unchanged.
+log) with five listeners — no wasm filter; an empty wasm filter (every
+callback returns at once); the floor filter, which copies each response
+body chunk into the VM and back and removes `content-length` as the
+plugin does (`benches/floor/`, built with `{shlex.join(floor_cmd)}`);
+mcp-toon with TOON mode `off` and every clean transform off; mcp-toon with
+its default configuration (compact JSON, adaptive TOON) — in front of a
+second Envoy that answers with canned tool results (`direct_response`, so no
+Python on the path). Each cell: `wrk -t2 -c{CONNECTIONS} -d{seconds}s` POSTing
+one `tools/call` (the row `resources/read`: a request the plugin leaves
+alone, answered with the same 64 KB table), after a warm-up of 500 requests;
+latency is wrk's, from send to last byte, under {CONNECTIONS} connections in
+flight. Both Envoys and wrk share the machine (with whatever else runs on
+it), so requests/s and latency compare the rows of one run, not machines;
+"Envoy CPU µs/request" is the plugin Envoy's user + system CPU time
+(`/proc/PID/stat`) over the cell divided by the responses, which depends
+less on what else runs. "× no plugin" is that figure over the no-plugin row
+of the same result. "native core µs" is the plugin's core on the same
+request and response natively (`{shlex.join(core_cmd)}`, `benches/core_time.rs`:
+the driver on the in-memory host, response in 16 KiB chunks, best of 7);
+"× (floor + native)" reads a plugin row as the floor's cost plus the core's
+own work. The non-tabular result is a compact JSON document with nested
+arrays: TOON passes it (`not_tabular`) and it leaves unchanged. The 1 MiB
+rows are the largest results whose body stays within 1 MiB less 1 KiB
+(`max_body_bytes` is 1 MiB by default; a body past it passes untouched).
 
 {table}
+
+Envoy CPU per request as a multiple of the no-plugin row and of the floor
+row of the same result (issue 14's targets: traffic the plugin does not
+change ≤ 1.2× no plugin; a 64 KB table at defaults ≤ 6× no plugin and
+within 2× of floor + native; a 1 KB table at defaults ≤ 1.5× no plugin):
+
+{summary}
 """
 
 
-CONNECTIONS = 8
+def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list[str]) -> str:
+    lines = [
+        "| result | no plugin µs | empty filter | floor | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + native) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        base = cpu.get((row, "none"))
+        if not base:
+            continue
+        cell = lambda name: f"{cpu[(row, name)] / base:.2f}×" if (row, name) in cpu else "–"  # noqa: E731
+        floor = cpu.get((row, "floor"))
+        over_floor = lambda name: f"{cpu[(row, name)] / floor:.2f}×" if floor and (row, name) in cpu else "–"  # noqa: E731
+        native, default = core.get(f"{row}/adaptive"), cpu.get((row, "adaptive"))
+        vs = f"{default / (floor + native):.2f}" if None not in (native, floor, default) else "–"
+        lines.append(
+            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('off')} | {over_floor('off')} | {cell('adaptive')} | {over_floor('adaptive')} | {vs} |"
+        )
+    return "\n".join(lines)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -267,10 +403,28 @@ high-water mark of the busiest moment and stays at that size.
 """
 
 
+def splice(text: str, sections: list[str], stamp: str) -> str:
+    """`text` with each of `sections` (a `## ` heading, then its body) in
+    place of the section of the same heading (or after the rest), the
+    stamp under its heading."""
+    for section in sections:
+        title, rest = section.split("\n", 1)
+        stamped = f"{title}\n\n{stamp}{rest.lstrip()}".rstrip("\n") + "\n"
+        start = text.find(title + "\n")
+        if start < 0:
+            text = text.rstrip("\n") + "\n\n" + stamped
+            continue
+        end = text.find("\n## ", start + len(title))
+        text = text[:start] + stamped + (text[end:] if end >= 0 else "")
+    return text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "memory"])
+    ap.add_argument("--cases", help="comma-separated rows of the Envoy section (e.g. tabular-64k), for a quick look")
+    ap.add_argument("--out", type=Path, default=OUT, help="where to write (default BENCHMARKS.md)")
     args = ap.parse_args()
     wanted = args.only or ["tokens", "projection", "throughput", "envoy", "memory"]
     started = time.monotonic()
@@ -282,7 +436,7 @@ def main() -> None:
     if "throughput" in wanted:
         sections.append(throughput())
     if "envoy" in wanted:
-        sections.append(envoy(args.seconds))
+        sections.append(envoy(args.seconds, args.cases.split(",") if args.cases else None))
     if "memory" in wanted:
         sections.append(memory())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
@@ -295,8 +449,14 @@ Written by `make bench` (`scripts/bench.py`; the last section by
 {time.monotonic() - started:.0f} s. The machine was shared with other work, so
 absolute figures vary between runs; each section compares within one run.
 """
-    OUT.write_text(head + "\n" + "\n".join(sections))
-    print(f"wrote {OUT}", file=sys.stderr)
+    if args.only and args.out.exists():
+        # A partial run replaces its own sections and keeps the others,
+        # each section saying which run wrote it.
+        stamp = f"Run on {datetime.now(timezone.utc).strftime('%Y-%m-%d')} at commit `{commit}`{' (with uncommitted changes)' if dirty else ''} (`--only {' --only '.join(args.only)}`).\n\n"
+        args.out.write_text(splice(args.out.read_text(), sections, stamp))
+    else:
+        args.out.write_text(head + "\n" + "\n".join(sections))
+    print(f"wrote {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

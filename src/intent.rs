@@ -43,6 +43,8 @@ pub fn advertised<'s>(settings: &'s Settings, policy: &Policy) -> Vec<(&'s str, 
     args
 }
 
+/// `params` as [`declared`] reads it.
+#[cfg(test)]
 #[derive(Deserialize)]
 struct Params<'a> {
     #[serde(borrow)]
@@ -53,7 +55,9 @@ struct Params<'a> {
 
 /// The non-empty string in `params.arguments.<arg>` or `params._meta.<arg>`.
 /// Arguments with a key twice declare none (and keep it: [`strip`] reads
-/// them the same way).
+/// them the same way). Requests are read by `crate::mcp::scan` in one
+/// pass; this is the reference it is compared with.
+#[cfg(test)]
 pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
     let p: Params = object(params)?;
     [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {

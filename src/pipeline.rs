@@ -326,42 +326,109 @@ pub fn start(
             return Err(e.into_bytes());
         }
     };
+    match read(settings, scope, request, &body, report, random) {
+        Some(found) => Ok(found.into_job(body)),
+        None => Err(body.into_bytes()),
+    }
+}
+
+/// [`start`] on a body the caller keeps (an event's data): `None` when
+/// nothing in it can change or be learnt, and then the body is not copied
+/// (issue 14: an event that answers none of the calls, or whose result is
+/// an error, costs its scan and nothing more).
+pub fn start_borrowed(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: &str,
+    report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
+) -> Option<Job> {
+    let found = read(settings, scope, request, body, report, random)?;
+    let idle = found.blocks.is_empty()
+        && found.edits.is_empty()
+        && found.listed.is_empty()
+        && found.listings.is_empty();
+    (!idle).then(|| found.into_job(body.to_string()))
+}
+
+/// What a body holds for the stages, as spans of it.
+struct Found {
+    edits: Edits,
+    blocks: Vec<Block>,
+    trim: Option<TrimPlan>,
+    shapes: Vec<budget::Shape>,
+    listings: Vec<Range<usize>>,
+    scope: ServerScope,
+    listed: Vec<Listed>,
+}
+
+impl Found {
+    fn into_job(self, body: String) -> Job {
+        Job {
+            body,
+            edits: self.edits,
+            blocks: self.blocks,
+            trim: self.trim,
+            shapes: self.shapes,
+            listings: self.listings,
+            scope: self.scope,
+            listed: self.listed,
+        }
+    }
+}
+
+/// The reading half of [`start`]; `None` when the body is no JSON-RPC
+/// message (recorded).
+fn read(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: &str,
+    report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
+) -> Option<Found> {
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
     let mut shapes = Vec::new();
     let mut listings = Vec::new();
     let mut listed = Vec::new();
-    {
-        let Some(messages) = mcp::parse_messages(&body) else {
-            report.push(Decision::response(Reason::MalformedResponse));
-            return Err(body.into_bytes());
+    // One pass over the body: messages, results and their items as spans
+    // (mcp::scan_response).
+    let Some(messages) = mcp::scan_response(body) else {
+        report.push(Decision::response(Reason::MalformedResponse));
+        return None;
+    };
+    let calls = request.index();
+    for message in &messages {
+        let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
+            continue;
         };
-        let calls = request.index();
-        for message in &messages {
-            let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
-                continue;
-            };
-            if call.method == mcp::TOOLS_CALL {
-                let found = tool_call_blocks(settings, scope, &body, call, message, report);
-                if !found.is_empty() && found.iter().any(|b| b.policy.budget.is_some()) {
-                    if let Some(shape) = message
-                        .result
-                        .and_then(|r| budget::Shape::of(&body, call, r))
-                    {
-                        shapes.push(shape);
-                    }
+        if call.method == mcp::TOOLS_CALL {
+            let found = tool_call_blocks(settings, scope, body, call, message, report);
+            if found.iter().any(|b| b.policy.budget.is_some()) {
+                // A result with a budget is read again as a whole, for the
+                // spans of its items (budget::Shape).
+                let shape = message
+                    .result
+                    .and_then(|r| serde_json::from_str::<&RawValue>(r).ok())
+                    .and_then(|r| budget::Shape::of(body, call, r));
+                shapes.extend(shape);
+            }
+            intents.extend(found.iter().map(|_| call.intent.clone()));
+            blocks.extend(found);
+        } else if call.method == mcp::TOOLS_LIST {
+            // A listing is read again, as a whole (it is rarely large).
+            let result = message
+                .result
+                .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
+            if let Some(result) = result {
+                listing(settings, scope, body, call, result, &mut edits, report);
+                if settings.paging_anywhere() {
+                    listings.extend(Edits::span_of(body, result));
                 }
-                intents.extend(found.iter().map(|_| call.intent.clone()));
-                blocks.extend(found);
-            } else if call.method == mcp::TOOLS_LIST {
-                if let Some(result) = message.result {
-                    listing(settings, scope, &body, call, result, &mut edits, report);
-                    if settings.paging_anywhere() {
-                        listings.extend(Edits::span_of(&body, result));
-                    }
-                    listed.extend(declaring(settings, scope, result));
-                }
+                listed.extend(declaring(settings, scope, result));
             }
         }
     }
@@ -370,8 +437,7 @@ pub fn start(
         block.project(settings, report);
     }
     let trim = plan_trim(settings, &blocks, &intents, report, random);
-    Ok(Job {
-        body,
+    Some(Found {
         edits,
         blocks,
         trim,
@@ -778,7 +844,7 @@ fn tool_call_blocks(
     scope: ServerScope,
     base: &str,
     call: &Call,
-    message: &mcp::Message<'_>,
+    message: &mcp::Scanned<'_>,
     report: &mut Report,
 ) -> Vec<Block> {
     let at = |reason: Reason, block: Option<usize>| Decision {
@@ -791,7 +857,7 @@ fn tool_call_blocks(
         report.push(at(Reason::JsonRpcError, None));
         return Vec::new();
     }
-    let Some(result) = message.result.and_then(mcp::tool_result) else {
+    let Some(result) = &message.tool else {
         report.push(at(Reason::MalformedResponse, None));
         return Vec::new();
     };
@@ -799,14 +865,14 @@ fn tool_call_blocks(
         report.push(at(Reason::IsError, None));
         return Vec::new();
     }
-    let Some(content) = result.content else {
+    let Some(content) = &result.content else {
         report.push(at(Reason::NoContent, None));
         return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
     let structured = result.structured_content.is_some();
     let mut blocks = Vec::new();
-    for (index, item) in mcp::text_items(&content).into_iter().enumerate() {
+    for (index, item) in content.iter().enumerate() {
         let Some(item) = item else {
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
@@ -814,10 +880,9 @@ fn tool_call_blocks(
         if item.kind.as_deref() != Some("text") {
             continue;
         }
-        let literal: Option<&RawValue> = item.text;
-        let found = literal.and_then(|l| {
-            let text = serde_json::from_str::<String>(l.get()).ok()?;
-            Some((Edits::span_of(base, l)?, text))
+        let found = item.text.and_then(|l| {
+            let text = item.text_value()?;
+            Some((Edits::span_of_str(base, l)?, text))
         });
         let Some((span, text)) = found else {
             report.push(at(Reason::MalformedContent, Some(index)));

@@ -247,6 +247,28 @@ fn measure_follows_the_configuration() {
     assert_eq!(stage(row, "toon"), Some(("encoded", None)));
 }
 
+/// A tool whose policy changes nothing is decided at its request, its
+/// response never read by the plugin; the CLI still measures each of its
+/// blocks, as passing, with its tokens.
+#[test]
+fn measure_counts_the_blocks_of_a_call_decided_at_its_request() {
+    let config = temp("all-off.json");
+    std::fs::write(
+        &config,
+        r#"{"toon":{"mode":"off"},"clean":{"compact_json":false}}"#,
+    )
+    .unwrap();
+    let m = measure_json(&["--config", config.to_str().unwrap()]);
+    let rows = payload(&m, "tabular-list.json")["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert_eq!(stage(row, "toon"), Some(("passthrough", Some("mode_off"))));
+        assert!(row["block"].is_u64(), "{row}");
+        assert!(row["tokens_before"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(row["tokens_before"], row["tokens_after"], "{row}");
+    }
+}
+
 #[test]
 fn measure_text_table_has_a_line_per_block_and_totals() {
     let dir = payloads();

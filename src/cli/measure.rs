@@ -18,7 +18,7 @@ use crate::driver::MemoryHost;
 use crate::driver::{Driver, Vm};
 use crate::host::Direction;
 use crate::mcp;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, Reason};
 use crate::report::{Decision, Report};
 
 /// One captured payload: a name to show and the bytes as saved.
@@ -336,6 +336,29 @@ fn rows(
             None => groups.push((key, vec![d])),
         }
     }
+    // A call decided at its request (a policy that changes nothing,
+    // `mode_off`) has one decision and no block: its blocks are measured
+    // as passing, one row each, as when each block was looked at.
+    let groups: Vec<(BlockKey, Vec<&Decision>)> = groups
+        .into_iter()
+        .flat_map(|(key, decisions)| {
+            let at_request = key.1.is_none()
+                && key.0.is_some()
+                && decisions
+                    .iter()
+                    .all(|d| d.outcome == Outcome::Passthrough(Reason::ModeOff));
+            let blocks: Vec<BlockKey> = before
+                .iter()
+                .filter(|(k, _)| at_request && k.0 == key.0)
+                .map(|(k, _)| k.clone())
+                .collect();
+            if blocks.is_empty() {
+                vec![(key, decisions)]
+            } else {
+                blocks.into_iter().map(|k| (k, decisions.clone())).collect()
+            }
+        })
+        .collect();
     groups
         .into_iter()
         .map(|(key, decisions)| {

@@ -250,6 +250,24 @@ pub struct Policy {
     pub project: ProjectPolicy,
 }
 
+impl Policy {
+    /// No stage can change a result under this policy: TOON off, every
+    /// clean transform and the cap off, no trim, no operator projection
+    /// rules, no budget (which cuts, after the other stages) and no paging
+    /// (whose pages need a cut result read). A call under it that carries
+    /// no query of the agent's is decided at its request, and its response
+    /// is never read.
+    pub fn changes_nothing(&self) -> bool {
+        self.toon.mode == Mode::Off
+            && self.clean.all_off()
+            && self.clean.max_text_bytes == 0
+            && !self.trim
+            && self.project.rules.is_empty()
+            && self.budget.is_none()
+            && !self.paging
+    }
+}
+
 /// Index of the `servers[]` entry a stream matched, if any.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerScope(Option<usize>);
@@ -509,6 +527,12 @@ impl Settings {
     /// reach the server: the advertised intent and query arguments.
     pub fn stripped_arguments(&self) -> &[String] {
         &self.stripped_arguments
+    }
+
+    /// Some `servers[]` entry exists, so a stream's route, cluster and
+    /// authority are worth reading.
+    pub fn matches_servers(&self) -> bool {
+        !self.servers.is_empty()
     }
 
     /// A name for a server scope that outlives a configuration reload

@@ -157,10 +157,18 @@ impl Driver {
             get(":path").unwrap_or_default(),
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
-        let stream = StreamInfo {
-            route: text_property(host, &["xds", "route_name"]),
-            cluster: text_property(host, &["xds", "cluster_name"]),
-            authority: get(":authority"),
+        // Only `servers[]` entries match on these, and paging binds pages
+        // to the cluster and calls the tool again there: without either,
+        // three host calls saved on every request.
+        let settings = self.exchange.settings();
+        let stream = if settings.matches_servers() || settings.paging_anywhere() {
+            StreamInfo {
+                route: text_property(host, &["xds", "route_name"]),
+                cluster: text_property(host, &["xds", "cluster_name"]),
+                authority: get(":authority"),
+            }
+        } else {
+            StreamInfo::default()
         };
         let headers = if self.exchange.wants_request_headers() {
             // Refused: read as none (a page call then has no session).
@@ -224,6 +232,17 @@ impl Driver {
         self.response.ended = end_of_stream;
         let held_back = self.exchange.response_started(&mut Shared(host));
         self.request.backlog.extend(held_back);
+        if self.exchange.ignores_response() {
+            // Decided already (at the request): the headers are not read,
+            // and no response body callback reads a byte.
+            if let Some(summary) = self.exchange.summary_at_headers() {
+                let r = host.set_header(Headers::Response, SUMMARY_HEADER, &summary);
+                best_effort(host, "the summary header", r);
+            }
+            self.exchange
+                .response_headers(ResponseHead::default(), &mut Shared(host));
+            return self.settle(host);
+        }
         let get = |name: &str| header(host, Headers::Response, name);
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));

@@ -272,6 +272,43 @@ fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
     assert_eq!(host.sent(Direction::Request), CALL);
 }
 
+/// A tool whose policy changes nothing is decided at its request: its
+/// response passes without a header or a byte of it read, counted once as
+/// `mode_off`; with held headers the summary still goes out.
+#[test]
+fn a_call_under_a_policy_that_changes_nothing_is_not_read() {
+    let off = r#"{"toon":{"mode":"off"},"clean":{"compact_json":false}}"#;
+    let held = r#"{"hold_headers":true,"tools":{"rows":{"toon":{"mode":"off"},"clean":{"compact_json":false}}}}"#;
+    for config in [off, held] {
+        for content_type in TYPES {
+            let response = body_for(content_type);
+            let t = Script {
+                response_chunks: &[300],
+                ..Script::new(CALL, content_type, &response)
+            }
+            .play(settings(config), &mut trimmed);
+            let what = format!("{config} {content_type}");
+            assert_eq!(t.response_sent, response, "{what}");
+            // The request body is read (it names the tool); nothing else.
+            assert_eq!(t.host.calls(Call::Body), 1, "{what}");
+            assert_eq!(t.host.calls(Call::ReplaceBody), 0, "{what}");
+            assert_eq!(reasons(&t), vec![Reason::ModeOff], "{what}");
+            let summary = t
+                .host
+                .header_value(crate::host::Direction::Response, "x-mcp-toon");
+            let expected = (config == held).then_some("encoded=0 passthrough=mode_off:1");
+            assert_eq!(summary, expected, "{what}");
+        }
+    }
+    // Another tool on the same configuration is read and encoded.
+    let other = String::from_utf8_lossy(CALL)
+        .replace("\"rows\"", "\"cols\"")
+        .into_bytes();
+    let response = table();
+    let t = Script::new(&other, "application/json", &response).play(settings(held), &mut trimmed);
+    assert_ne!(t.response_sent, response);
+}
+
 /// `trim.max_reply_bytes` at its boundary: a reply of exactly that size is
 /// read and used; one byte more is not read at all (issue 13).
 #[test]

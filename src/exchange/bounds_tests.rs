@@ -299,3 +299,69 @@ fn a_tool_that_declares_the_argument_itself_keeps_it() {
     let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
     assert_eq!(upstream[0]["params"]["arguments"], json!({}));
 }
+
+/// Issue 14 decides at the request a call whose policy changes nothing;
+/// with hostile's limits (issue 13) a call past one is counted once and
+/// not followed, and the intent still comes out where the tool trims.
+#[test]
+fn a_request_decided_at_its_body_keeps_the_limits_and_the_intent_rule() {
+    let config = r#"{"max_id_bytes":16,"trim":{"enabled":true},
+        "tools":{"quiet":{"toon":{"mode":"off"},"clean":{"compact_json":false},"trim":{"enabled":false}}}}"#;
+    let id_past = format!("\"{}\"", "i".repeat(15));
+    let parts = [
+        call(&id_past, "rows", json!({"expected_info": "x"})),
+        call("2", "quiet", json!({"expected_info": "y"})),
+    ];
+    let body = [b"[".as_slice(), &parts[0], b",", &parts[1], b"]"].concat();
+    let mut store = Store::default();
+    let mut e = exchange(config);
+    let step = post(&mut e, &body, &mut store);
+    // The call past the limit is skipped; the other changes nothing.
+    assert!(e.ignores_response(), "{:?}", e.report());
+    assert_eq!(passthroughs(&e), vec![Reason::IdTooLong, Reason::ModeOff]);
+    let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
+    assert_eq!(
+        upstream[0]["params"]["arguments"],
+        json!({}),
+        "`rows` trims: its intent comes out though its call is not followed"
+    );
+    assert_eq!(
+        upstream[1]["params"]["arguments"],
+        json!({"expected_info": "y"}),
+        "trim is off for `quiet`: its argument is its own"
+    );
+}
+
+/// A budget cuts after every other stage, so a tool with one is read
+/// though TOON, clean, trim and projection are off; and where paging is on
+/// a call of the page tool the batch form leaves to the server (a page call
+/// is answered here only alone) is never decided at its request either
+/// (issues 14 and 15).
+#[test]
+fn a_budget_or_a_page_call_keeps_a_call_read() {
+    let off = r#""toon":{"mode":"off"},"clean":{"compact_json":false}"#;
+    let budgeted = format!(r#"{{{off},"tools":{{"rows":{{"budget":{{"bytes":4096}}}}}}}}"#);
+    let mut store = Store::default();
+    let mut e = exchange(&budgeted);
+    post(&mut e, &call("1", "rows", json!({})), &mut store);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    // Another tool on the same configuration changes nothing.
+    let mut e = exchange(&budgeted);
+    post(&mut e, &call("1", "cols", json!({})), &mut store);
+    assert!(e.ignores_response(), "{:?}", e.report());
+
+    let paged = format!(
+        r#"{{{off},"hold_headers":true,"paging":{{"key":"0123456789abcdef0123456789abcdef"}},
+            "tools":{{"rows":{{"budget":{{"bytes":4096}},"paging":{{"enabled":true}}}}}}}}"#
+    );
+    let page = call("1", "mcp_toon_page", json!({"handle": "x"}));
+    let other = call("2", "cols", json!({}));
+    let batch = [b"[".as_slice(), &page, b",", &other, b"]"].concat();
+    let mut e = exchange(&paged);
+    post(&mut e, &batch, &mut store);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    let mut e = exchange(&paged);
+    let batch = [b"[".as_slice(), &other, b"]"].concat();
+    post(&mut e, &batch, &mut store);
+    assert!(e.ignores_response(), "{:?}", e.report());
+}

@@ -230,6 +230,9 @@ pub struct Exchange {
     request_body_fixed: bool,
     /// Response headers are paused until the body is done.
     hold_headers: bool,
+    /// Decided before the response: its headers carry the summary (with
+    /// `hold_headers`, as a read response's would).
+    summary_at_headers: bool,
     /// The response's `content-length`, when it announced one.
     response_length: Option<usize>,
     /// A JSON body waiting for its callout, and the bytes that came after
@@ -270,6 +273,7 @@ impl Exchange {
             response_body: Collected::default(),
             request_body_fixed: false,
             hold_headers: false,
+            summary_at_headers: false,
             response_length: None,
             job: None,
             stream: None,
@@ -371,6 +375,18 @@ impl Exchange {
         ResponsePlan::Rewrite {
             hold_headers: self.hold_headers,
         }
+    }
+
+    /// The response is not worth reading: nothing in it can change (or the
+    /// stream is already decided). The host need not look at its headers.
+    pub fn ignores_response(&self) -> bool {
+        self.phase != Phase::Interested
+    }
+
+    /// The summary header to set on response headers that go out now, for
+    /// a stream decided before its response.
+    pub fn summary_at_headers(&self) -> Option<String> {
+        self.summary_at_headers.then(|| self.report.summary())
     }
 
     /// The response headers could not be changed as the plan said (the
@@ -483,6 +499,10 @@ impl Exchange {
 
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Records a decision the driver made (a host refusal, a loss).

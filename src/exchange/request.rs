@@ -6,7 +6,7 @@
 use super::collect::Collecting;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
-use crate::outcome::Reason;
+use crate::outcome::{Reason, Stage};
 use crate::report::Decision;
 
 impl Exchange {
@@ -162,16 +162,63 @@ impl Exchange {
         self.note_calls(&info);
         let wanted = info.has_method(mcp::TOOLS_CALL)
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
-        if wanted {
+        if !wanted {
+            if info.skipped.is_empty() {
+                self.pass_through(Reason::NotToolsCall);
+            } else {
+                // The calls past a limit are counted already.
+                self.phase = Phase::Done;
+            }
+        } else if self.session.is_none() && self.answers_unchanged(&info) {
+            // A 2024-11-05 POST's answer travels on the GET stream, which
+            // decides (and counts) it there.
+            self.decided_at_request(&info);
+        } else {
             self.request = info;
             self.phase = Phase::Interested;
-        } else if info.skipped.is_empty() {
-            self.pass_through(Reason::NotToolsCall);
-        } else {
-            // The calls past a limit are counted already.
-            self.phase = Phase::Done;
         }
         rewritten
+    }
+
+    /// No stage can change any answer to these calls: each is a
+    /// `tools/call` whose tool's policy changes nothing, that carries no
+    /// query (answered, or refused with a note, by the project stage) and
+    /// is no call of the page tool where paging is on (the plugin's own
+    /// tool, never the server's to answer as it likes), and no listing is
+    /// rewritten. Then the response is never read (DESIGN "Off means off,
+    /// and costs (almost) nothing").
+    fn answers_unchanged(&self, info: &RequestInfo) -> bool {
+        let s = &self.settings;
+        let page_tool =
+            |tool: Option<&str>| s.paging_anywhere() && tool == Some(s.paging.tool_name.as_str());
+        info.calls.iter().all(|c| match c.method.as_str() {
+            mcp::TOOLS_CALL => {
+                c.query.is_none()
+                    && !page_tool(c.tool.as_deref())
+                    && self
+                        .settings
+                        .policy(self.scope, c.tool.as_deref())
+                        .changes_nothing()
+            }
+            mcp::TOOLS_LIST => !self.settings.rewrites_listings(),
+            _ => true,
+        })
+    }
+
+    /// Records each call as TOON `mode_off` (the one reason a block under
+    /// such a policy would get), once per call since no block is looked at,
+    /// and stops.
+    fn decided_at_request(&mut self, info: &RequestInfo) {
+        for call in info.calls.iter().filter(|c| c.method == mcp::TOOLS_CALL) {
+            self.report.push(Decision {
+                stage: Stage::Toon,
+                id: Some(call.id.clone()),
+                tool: call.tool.clone(),
+                ..Decision::response(Reason::ModeOff)
+            });
+        }
+        self.phase = Phase::Done;
+        self.summary_at_headers = self.settings.hold_headers;
     }
 
     /// The body without the plugin's arguments

@@ -232,7 +232,7 @@ impl Exchange {
             .then(|| hash_key(sessions, false))
             .flatten();
         let now = sessions.now_ms();
-        for message in mcp::parse_messages(data).unwrap_or_default() {
+        for message in mcp::scan_response(data).unwrap_or_default() {
             let Some(id) = message.id else { continue };
             if id.len() > self.settings.max_id_bytes {
                 self.report.push(Decision::response(Reason::IdTooLong));
@@ -252,11 +252,7 @@ impl Exchange {
                     intent_too_long: r.l,
                     query: r.q,
                 }),
-                None if message
-                    .result
-                    .and_then(mcp::tool_result)
-                    .is_some_and(|r| r.content.is_some()) =>
-                {
+                None if message.tool.is_some_and(|r| r.content.is_some()) => {
                     info.calls.push(Call {
                         id,
                         method: mcp::TOOLS_CALL.to_string(),

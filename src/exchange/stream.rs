@@ -253,15 +253,15 @@ impl Exchange {
         if request.calls.is_empty() {
             return EventPlan::Ready(event.into_raw(), None);
         }
-        let job = pipeline::start(
+        let job = pipeline::start_borrowed(
             &self.settings,
             self.scope,
             request,
-            data.as_bytes().to_vec(),
+            data,
             &mut self.report,
             &mut |out| sessions.random(out),
         );
-        let Ok(job) = job else {
+        let Some(job) = job else {
             return EventPlan::Ready(event.into_raw(), None);
         };
         self.learn(job.listed(), sessions);

@@ -19,8 +19,13 @@ impl Edits {
     /// The span of `part` inside `base`, when `part` borrows from `base`
     /// (every `RawValue` parsed from `base` does).
     pub fn span_of(base: &str, part: &RawValue) -> Option<Range<usize>> {
-        let start = (part.get().as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
-        let end = start.checked_add(part.get().len())?;
+        Self::span_of_str(base, part.get())
+    }
+
+    /// The span of `part` inside `base`, when `part` is a slice of it.
+    pub fn span_of_str(base: &str, part: &str) -> Option<Range<usize>> {
+        let start = (part.as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
+        let end = start.checked_add(part.len())?;
         (end <= base.len()).then_some(start..end)
     }
 

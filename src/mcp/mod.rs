@@ -6,6 +6,7 @@
 mod edit;
 mod request;
 mod response;
+mod scan;
 
 pub use edit::Edits;
 pub use request::{Call, CallIndex, Declared, Limits, RequestInfo};
@@ -13,6 +14,7 @@ pub use response::{
     content_array, next_cursor, parse_messages, text_items, tool_entries, tool_result, tools_array,
     ContentItem, Message, ToolEntry, ToolResult,
 };
+pub use scan::{response as scan_response, Item, Scanned, ToolShape};
 
 use serde_json::value::RawValue;
 

@@ -2,14 +2,8 @@
 //! batch, an array of them; MCP 2025-03-26 allowed batches, 2025-06-18
 //! removed them, servers in the field still accept both).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-use super::{id_key, messages, TOOLS_CALL};
-use crate::json::object;
 use crate::outcome::Reason;
 
 /// One request (not a notification: those have no id and no response).
@@ -80,23 +74,6 @@ impl<'a> CallIndex<'a> {
     }
 }
 
-#[derive(Deserialize)]
-struct RawRequest<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    name: Option<String>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-}
-
 impl RequestInfo {
     /// Parses a JSON-RPC request body; `None` when it is not one.
     pub fn parse(body: &[u8]) -> Option<RequestInfo> {
@@ -124,6 +101,65 @@ impl RequestInfo {
     /// Like [`RequestInfo::parse_declared`], following only the calls whose
     /// id and tool name are within `limits`.
     pub fn read(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
+        let text = std::str::from_utf8(body).ok()?;
+        // One pass over the body (`mcp::scan`).
+        super::scan::request(text, declared, limits)
+    }
+
+    /// The calls by id, for answering many lookups: a batch of `n`
+    /// responses to a batch of `n` calls would cost `n²` comparisons with
+    /// [`RequestInfo::call`] (issue 13). The first call of an id wins, as
+    /// with `call`.
+    pub fn index(&self) -> CallIndex<'_> {
+        let mut by_id = HashMap::with_capacity(self.calls.len());
+        for c in &self.calls {
+            by_id.entry(c.id.as_str()).or_insert(c);
+        }
+        CallIndex { by_id }
+    }
+
+    /// The request a response id answers.
+    pub fn call(&self, id: &str) -> Option<&Call> {
+        self.calls.iter().find(|c| c.id == id)
+    }
+
+    pub fn has_method(&self, method: &str) -> bool {
+        self.calls.iter().any(|c| c.method == method)
+    }
+}
+
+/// [`RequestInfo::read`] by serde_json, reading each level again: the
+/// reference the scanner is compared with (with the same [`Limits`]).
+#[cfg(test)]
+pub(crate) mod by_serde {
+    use std::borrow::Cow;
+
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+
+    use super::{Call, Declared, Limits, RequestInfo};
+    use crate::json::object;
+    use crate::mcp::{id_key, messages, TOOLS_CALL};
+    use crate::outcome::Reason;
+
+    #[derive(Deserialize)]
+    struct RawRequest<'a> {
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+
+    #[derive(Deserialize)]
+    struct CallParams<'a> {
+        name: Option<String>,
+        #[serde(borrow)]
+        arguments: Option<&'a RawValue>,
+    }
+
+    pub fn parse(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut info = RequestInfo::default();
         // A message that is no object, or has a field twice, is not
@@ -180,27 +216,6 @@ impl RequestInfo {
             });
         }
         Some(info)
-    }
-
-    /// The calls by id, for answering many lookups: a batch of `n`
-    /// responses to a batch of `n` calls would cost `n²` comparisons with
-    /// [`RequestInfo::call`] (issue 13). The first call of an id wins, as
-    /// with `call`.
-    pub fn index(&self) -> CallIndex<'_> {
-        let mut by_id = HashMap::with_capacity(self.calls.len());
-        for c in &self.calls {
-            by_id.entry(c.id.as_str()).or_insert(c);
-        }
-        CallIndex { by_id }
-    }
-
-    /// The request a response id answers.
-    pub fn call(&self, id: &str) -> Option<&Call> {
-        self.calls.iter().find(|c| c.id == id)
-    }
-
-    pub fn has_method(&self, method: &str) -> bool {
-        self.calls.iter().any(|c| c.method == method)
     }
 }
 

@@ -1016,6 +1016,62 @@ mod cleaning {
     }
 }
 
+/// An event the stages cannot change is not copied: [`start_borrowed`]
+/// gives no job (and the same decisions as [`start`]); one they change
+/// gives the job [`start`] gives.
+#[test]
+fn a_body_nothing_can_change_gives_no_job() {
+    let settings = Settings::default();
+    let request = call_request("1", "rows");
+    let table = Value::String(table_text(30));
+    let rows = json!([{"type": "text", "text": table}]);
+    let idle = [
+        result_body("2", rows.clone(), ""),
+        result_body("1", rows.clone(), r#","isError":true"#),
+        result_body("1", json!([{"type": "image", "data": "AAAA"}]), ""),
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#.to_string(),
+    ];
+    for body in &idle {
+        let (mut borrowed, mut owned) = (Report::default(), Report::default());
+        let job = start_borrowed(
+            &settings,
+            ServerScope::default(),
+            &request,
+            body,
+            &mut borrowed,
+            &mut |_| false,
+        );
+        assert!(job.is_none(), "{body}");
+        let job = start(
+            &settings,
+            ServerScope::default(),
+            &request,
+            body.clone().into_bytes(),
+            &mut owned,
+            &mut |_| false,
+        );
+        let out = job.map(|j| j.finish(&settings, None, &mut owned));
+        assert_eq!(out.ok().and_then(Output::changed), None, "{body}");
+        assert_eq!(borrowed.decisions, owned.decisions, "{body}");
+    }
+    let body = result_body("1", rows, "");
+    let mut report = Report::default();
+    let job = start_borrowed(
+        &settings,
+        ServerScope::default(),
+        &request,
+        &body,
+        &mut report,
+        &mut |_| false,
+    );
+    let out = job.map(|j| j.finish(&settings, None, &mut report).changed());
+    assert_eq!(
+        out.flatten(),
+        run(&settings, &request, &body).0.map(String::into_bytes)
+    );
+}
+
 mod projecting {
     use super::*;
     use crate::mcp::Declared;

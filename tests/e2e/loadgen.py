@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import harness
 
@@ -125,13 +125,22 @@ def start_canned_upstream(cases: list[Canned], work_dir: Path, name: str = "envo
 
 
 def start_plugin_envoy(
-    listeners: list[harness.Listener], upstream_port: int, work_dir: Path, name: str, concurrency: int = 1, no_plugin: tuple[str, ...] = ()
+    listeners: list[harness.Listener],
+    upstream_port: int,
+    work_dir: Path,
+    name: str,
+    concurrency: int = 1,
+    no_plugin: tuple[str, ...] = (),
+    tweak: Callable[[dict[str, Any]], None] | None = None,
 ) -> harness.Envoy:
     """harness.start_envoy without the debug log (a line per stream would
     cost more than the plugin); listeners named in `no_plugin` lose the wasm
-    filter, for the no-plugin baseline."""
+    filter, for the no-plugin baseline. `tweak` edits the rendered
+    configuration in place before Envoy starts."""
     admin_port = harness.free_port()
     config = harness.render_envoy(listeners, upstream_port, admin_port)
+    if tweak is not None:
+        tweak(config)
     for lst in config["static_resources"]["listeners"]:
         if lst["name"] in no_plugin:
             hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]

@@ -766,6 +766,39 @@ mod streams {
         assert_eq!(reasons(&get), vec![Outcome::Encoded]);
     }
 
+    /// A 2024-11-05 POST is not decided at its request, even under a policy
+    /// that changes nothing: its result is counted where it travels, on the
+    /// GET stream, once.
+    #[test]
+    fn legacy_post_under_a_policy_that_changes_nothing_is_counted_once() {
+        let config =
+            r#"{"tools":{"quiet":{"toon":{"mode":"off"},"clean":{"compact_json":false}}}}"#;
+        let mut shared = Store::default();
+        let mut post = exchange(config);
+        let stream = StreamInfo::default();
+        post.request_headers(RequestHead {
+            path: "/messages/?session_id=abc123",
+            ..head(&stream, "POST", Some("application/json"))
+        });
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"quiet"}}"#;
+        post.request_chunk(body.as_bytes(), true, &mut shared);
+        assert!(post.report().is_empty(), "{:?}", post.report());
+        assert_eq!(
+            post.response_headers(json_head(202), &mut shared),
+            ResponsePlan::Pass
+        );
+        assert!(post.report().is_empty(), "{:?}", post.report());
+        let mut get = exchange(config);
+        legacy_get(&mut get);
+        let stream = format!(
+            "event: endpoint\ndata: /messages/?session_id=abc123\n\nevent: message\ndata: {}\n\n",
+            result_data(7)
+        );
+        let step = get.response_chunk(stream.as_bytes(), false, &mut shared);
+        assert_eq!(step, Step::input());
+        assert_eq!(reasons(&get), vec![Outcome::Passthrough(Reason::ModeOff)]);
+    }
+
     #[test]
     fn held_bytes_stay_at_one_incomplete_event_however_long_the_stream() {
         let mut e = exchange("{}");

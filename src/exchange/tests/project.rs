@@ -111,3 +111,38 @@ fn a_legacy_session_applies_the_query_its_post_carried() {
         "the record is used up"
     );
 }
+
+/// TOON, clean and trim off change nothing, but the project stage still
+/// does: a call with the agent's query, or to a tool with operator rules,
+/// is not decided at its request (issue 14 `answers_unchanged`).
+#[test]
+fn projection_alone_keeps_a_call_read() {
+    let off = r#""toon":{"mode":"off"},"clean":{"compact_json":false}"#;
+    let queried = format!(r#"{{{off},"project":{{"queries":true}}}}"#);
+    let mut e = exchange(&queried);
+    let stream = StreamInfo::default();
+    e.request_headers(head(&stream, "POST", Some("application/json")));
+    request(&mut e, CALL_WITH_QUERY, &mut NoSessions);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    e.response_headers(json_head(200), &mut NoSessions);
+    let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
+    let v: Value = serde_json::from_slice(&sent).unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
+
+    let ruled = format!(r#"{{{off},"project":{{"drop":["[].name"]}}}}"#);
+    let mut e = exchange(&ruled);
+    e.request_headers(head(&stream, "POST", Some("application/json")));
+    let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{}}}"#;
+    request(&mut e, plain, &mut NoSessions);
+    assert!(!e.ignores_response(), "{:?}", e.report());
+    e.response_headers(json_head(200), &mut NoSessions);
+    let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
+    let v: Value = serde_json::from_slice(&sent).unwrap();
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(!text.contains("\"name\""), "{text}");
+    assert!(
+        reasons(&e).contains(&Outcome::Projected),
+        "{:?}",
+        reasons(&e)
+    );
+}

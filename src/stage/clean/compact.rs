@@ -24,6 +24,38 @@ pub fn accept(original: &str, compacted: &str) -> bool {
     }
 }
 
+/// Whether the JSON text `text` has whitespace between its tokens (RFC
+/// 8259 §2), which is all compaction takes out. Exact for one valid JSON
+/// value (a string holds no raw tab or line break, §7, and its spaces are
+/// data); on other text the answer does not matter, as compaction leaves
+/// it alone. One pass, strings skipped to their next quote or backslash.
+pub fn has_layout(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        i += 1;
+        match c {
+            b' ' | b'\t' | b'\n' | b'\r' => return true,
+            b'"' => loop {
+                let Some(k) = b
+                    .get(i..)
+                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                else {
+                    return false;
+                };
+                i += k + 1;
+                if b.get(i - 1) == Some(&b'"') {
+                    break;
+                }
+                // The byte after a backslash is escaped.
+                i += 1;
+            },
+            _ => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 // A failed unwrap here is a failed test.
 #[allow(clippy::unwrap_used)]
@@ -67,6 +99,31 @@ mod tests {
         assert_eq!(compact("{\"a\": 1} {\"b\": 2}"), None);
         assert_eq!(compact("not json   at all"), None);
         assert_eq!(compact("[1, 2"), None);
+    }
+
+    /// `has_layout` answers what a compaction pass finds, on texts with
+    /// spaces, escapes and quotes inside strings.
+    #[test]
+    fn layout_is_whitespace_outside_strings() {
+        for text in [
+            r#"{"a":[1,2]}"#,
+            r#"{"a b":"c d","e":"\\","f":"\" ","g":"\\\" \\"}"#,
+            r#""  ""#,
+            r#"["\u0020 ",true,null,-1.5e3]"#,
+            "{\"a\":1 }",
+            "[1,\n2]",
+            " [1]",
+            "[1]\t",
+            r#"{"a":"\\" ,"b":1}"#,
+            r#"{"a":"x\"y" }"#,
+        ] {
+            let compact = rewrite(text, false, &mut |_| None).unwrap().text;
+            assert_eq!(
+                super::has_layout(text),
+                compact.len() < text.len(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

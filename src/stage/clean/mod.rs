@@ -159,6 +159,12 @@ pub fn clean(text: &str, s: &CleanSettings) -> Cleaned {
     } else {
         s
     };
+    // Only compaction can change the text: with no whitespace between its
+    // tokens it is compact already, and neither walk below would find
+    // anything (issue 14: skip walks whose transforms are off).
+    if string_transforms(s).next().is_none() && !s.remove_nulls && !compact::has_layout(text) {
+        return Cleaned::default();
+    }
     if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
         clean_json(text, s)
     } else {

@@ -1,0 +1,383 @@
+//! JSON-RPC bodies read in one pass, as spans of the body: no tree is
+//! built and no string copied but the few the plugin compares (ids,
+//! methods, tool names, item types). [`response`] reads what
+//! [`super::parse_messages`], [`super::tool_result`] and
+//! [`super::text_items`] read; [`request`] what `RequestInfo::by_serde`
+//! reads (serde_json through `RawValue`, which reads a body once per
+//! level, escapes each time; both stay as the references `tests` checks
+//! the scanner against).
+//!
+//! Both give serde_json's answers, which `tests` checks side by side: the
+//! body must be one JSON value (RFC 8259, serde_json's grammar; nested to
+//! any depth, since serde_json skips what it does not read with a stack of
+//! its own), an object or an array of them; a field the readers read,
+//! written twice (compared after unescaping), leaves the message, result,
+//! item or params it is in not understood (crate::json::object); a field
+//! whose value is `null` reads as absent, as serde reads an `Option`; a key
+//! serde_json cannot decode (a lone surrogate) where serde decodes keys is
+//! a refusal there.
+//!
+//! Written by hand: serde_json can only do this by reading each level
+//! again (`RawValue`), and no maintained crate scans JSON for spans with
+//! serde_json's exact refusals (duplicate keys, surrogates, any depth).
+
+use std::borrow::Cow;
+
+mod literal;
+mod request;
+mod response;
+
+pub use request::request;
+pub use response::{response, Item, Scanned, ToolShape};
+
+/// Whether a field was seen, and its value when it was not `null`.
+#[derive(Default)]
+struct Field<T> {
+    seen: bool,
+    value: Option<T>,
+}
+
+impl<T> Field<T> {
+    /// `None` when the field comes a second time.
+    fn set(&mut self, value: Option<T>) -> Option<()> {
+        if std::mem::replace(&mut self.seen, true) {
+            return None;
+        }
+        self.value = value;
+        Some(())
+    }
+}
+
+struct Scanner<'a> {
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+    /// Containers open while a value is skipped (`true`: an object): a
+    /// stack, not recursion, so no depth can exhaust the VM's.
+    stack: Vec<bool>,
+}
+
+impl<'a> Scanner<'a> {
+    /// A body: one message, or an array of them (JSON-RPC 2.0 §6), each
+    /// read by `message` (`Some(None)`: a message that is skipped).
+    /// `None` when the body is not one JSON value of that shape, or a
+    /// message refuses it.
+    fn body<T>(
+        text: &'a str,
+        mut message: impl FnMut(&mut Self) -> Option<Option<T>>,
+    ) -> Option<Vec<T>> {
+        let mut s = Scanner {
+            text,
+            b: text.as_bytes(),
+            i: 0,
+            stack: Vec::new(),
+        };
+        s.ws();
+        let mut out = Vec::new();
+        match s.peek()? {
+            b'[' => s.array(|s| {
+                out.extend(message(s)?);
+                Some(())
+            })?,
+            _ => out.extend(message(&mut s)?),
+        }
+        s.ws();
+        (s.i == s.b.len()).then_some(out)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let c = self.peek()?;
+        self.i += 1;
+        Some(c)
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    /// The text of the value starting here (after skipping it).
+    fn raw(&mut self) -> Option<&'a str> {
+        let start = self.i;
+        self.value()?;
+        self.text.get(start..self.i)
+    }
+
+    /// A value that is `null` reads as absent.
+    fn null(&mut self) -> Option<bool> {
+        if self.b.get(self.i..self.i + 4) == Some(b"null") {
+            self.i += 4;
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// An object's members: `member` reads each value (the scanner at its
+    /// first byte) given the key, decoded (`None`: an escape serde_json
+    /// will not decode, a lone surrogate).
+    fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Option<Cow<'a, str>>) -> Option<()>,
+    ) -> Option<()> {
+        if self.next()? != b'{' {
+            return None;
+        }
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.string()?;
+            self.ws();
+            if self.next()? != b':' {
+                return None;
+            }
+            self.ws();
+            member(self, key)?;
+            self.ws();
+            match self.next()? {
+                b',' => {}
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// An array's items: `item` reads each one.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if self.next()? != b'[' {
+            return None;
+        }
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            item(self)?;
+            self.ws();
+            match self.next()? {
+                b',' => {}
+                b']' => break,
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// Any value, checked and skipped, containers through [`Self::stack`].
+    fn value(&mut self) -> Option<()> {
+        let bottom = self.stack.len();
+        loop {
+            // At the start of a value.
+            match self.next()? {
+                b'{' => {
+                    self.ws();
+                    if self.peek()? == b'}' {
+                        self.i += 1;
+                    } else {
+                        self.stack.push(true);
+                        self.key()?;
+                        continue;
+                    }
+                }
+                b'[' => {
+                    self.ws();
+                    if self.peek()? == b']' {
+                        self.i += 1;
+                    } else {
+                        self.stack.push(false);
+                        continue;
+                    }
+                }
+                b'"' => {
+                    self.i -= 1;
+                    self.skip_string()?;
+                }
+                b't' => self.literal(b"rue")?,
+                b'f' => self.literal(b"alse")?,
+                b'n' => self.literal(b"ull")?,
+                b'-' | b'0'..=b'9' => {
+                    self.i -= 1;
+                    self.number()?;
+                }
+                _ => return None,
+            }
+            // After a value: close what it ends, or go to the next one.
+            loop {
+                if self.stack.len() == bottom {
+                    return Some(());
+                }
+                let object = *self.stack.last()?;
+                self.ws();
+                match (self.next()?, object) {
+                    (b',', true) => {
+                        self.key()?;
+                        break;
+                    }
+                    (b',', false) => {
+                        self.ws();
+                        break;
+                    }
+                    (b'}', true) | (b']', false) => {
+                        self.stack.pop();
+                    }
+                    _ => return None,
+                }
+            }
+        }
+    }
+
+    /// A member's key and colon, up to its value.
+    fn key(&mut self) -> Option<()> {
+        self.ws();
+        self.skip_string()?;
+        self.ws();
+        if self.next()? != b':' {
+            return None;
+        }
+        self.ws();
+        Some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i.checked_add(word.len())?;
+        if self.b.get(self.i..end)? != word {
+            return None;
+        }
+        self.i = end;
+        Some(())
+    }
+
+    /// RFC 8259 §6: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.next()? {
+            b'0' => {
+                if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.digits1()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            self.digits1()?;
+        }
+        Some(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    fn digits1(&mut self) -> Option<()> {
+        let start = self.i;
+        self.digits();
+        (self.i > start).then_some(())
+    }
+
+    /// A string literal, checked and skipped (RFC 8259 §7: no raw control
+    /// character; escapes `\" \\ \/ \b \f \n \r \t \uXXXX`); returns
+    /// whether it held an escape.
+    fn string_end(&mut self) -> Option<bool> {
+        if self.next()? != b'"' {
+            return None;
+        }
+        let mut escaped = false;
+        loop {
+            self.skip_plain();
+            match self.next()? {
+                b'"' => return Some(escaped),
+                b'\\' => {
+                    escaped = true;
+                    match self.next()? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                        b'u' => {
+                            let hex = self.b.get(self.i..self.i + 4)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            self.i += 4;
+                        }
+                        _ => return None,
+                    }
+                }
+                // A raw control character.
+                _ => return None,
+            }
+        }
+    }
+
+    fn skip_string(&mut self) -> Option<()> {
+        self.string_end().map(|_| ())
+    }
+
+    /// A string's value, borrowed when it has no escape; `Some(None)` for
+    /// a valid literal serde_json will not decode (a lone surrogate).
+    fn string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        let start = self.i;
+        let escaped = self.string_end()?;
+        let literal = self.text.get(start..self.i)?;
+        Some(if escaped {
+            serde_json::from_str::<String>(literal).ok().map(Cow::Owned)
+        } else {
+            literal.get(1..literal.len() - 1).map(Cow::Borrowed)
+        })
+    }
+
+    /// Past the bytes of a string that need no look: eight at a time while
+    /// none of them is a quote, a backslash or a control character.
+    fn skip_plain(&mut self) {
+        while let Some(word) = self.b.get(self.i..self.i + 8) {
+            let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
+            if may_stop(w) {
+                break;
+            }
+            self.i += 8;
+        }
+        while self
+            .peek()
+            .is_some_and(|c| c >= 0x20 && c != b'"' && c != b'\\')
+        {
+            self.i += 1;
+        }
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
+/// "none is": the classic has-zero-byte and has-less-than tests).
+fn may_stop(word: u64) -> bool {
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    quote | backslash | control != 0
+}
+
+#[cfg(test)]
+mod tests;

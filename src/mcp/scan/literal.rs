@@ -1,0 +1,67 @@
+//! The value of a JSON value the scanner has checked (RFC 8259 §7), with
+//! serde_json's answers: what `serde_json::from_str::<String>` gives, or
+//! `None` where it refuses (not a string, a lone surrogate escape). The
+//! grammar is not checked again: only literals the scan found come here.
+//!
+//! A tool result's text is one long literal, escaped throughout (`\"`
+//! every few bytes when it holds JSON): decoding it is a large share of
+//! reading a result. Here the plain runs between escapes are copied whole,
+//! found with `memchr`, into a string sized for them once.
+
+/// The decoded value of `literal` (quotes included), a value the scan
+/// checked.
+pub(super) fn unescape(literal: &str) -> Option<String> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    let b = inner.as_bytes();
+    let mut out = String::with_capacity(inner.len());
+    let mut at = 0;
+    while let Some(k) = b.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        out.push_str(inner.get(at..at + k)?);
+        at += k + 1;
+        let c = *b.get(at)?;
+        at += 1;
+        out.push(match c {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(b.get(at..at + 4)?)?;
+                at += 4;
+                match unit {
+                    // A leading surrogate must be followed by `\u` and a
+                    // trailing one (RFC 8259 §7: UTF-16 surrogate pairs).
+                    0xD800..=0xDBFF => {
+                        if b.get(at..at + 2) != Some(b"\\u") {
+                            return None;
+                        }
+                        let low = hex4(b.get(at + 2..at + 6)?)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        at += 6;
+                        let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                        char::from_u32(code)?
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    _ => char::from_u32(unit)?,
+                }
+            }
+            _ => return None,
+        });
+    }
+    out.push_str(inner.get(at..)?);
+    Some(out)
+}
+
+fn hex4(digits: &[u8]) -> Option<u32> {
+    let digits: &[u8; 4] = digits.try_into().ok()?;
+    digits.iter().try_fold(0u32, |n, &d| {
+        let v = char::from(d).to_digit(16)?;
+        Some(n << 4 | v)
+    })
+}

@@ -1,0 +1,225 @@
+//! A response body: every JSON-RPC response of it, and of each `result`
+//! its `CallToolResult` shape (`content[]` items, `isError`; MCP
+//! 2025-06-18 "Tools").
+
+use std::borrow::Cow;
+
+use super::{Field, Scanner};
+use crate::mcp::id_key;
+
+/// One JSON-RPC response of a body (requests and notifications from the
+/// server are skipped: their ids are the server's).
+#[derive(Debug)]
+pub struct Scanned<'a> {
+    /// The id as [`crate::mcp::id_key`] writes it.
+    pub id: Option<String>,
+    pub is_error_response: bool,
+    /// The text of the `result` value, when it is there and not `null`.
+    pub result: Option<&'a str>,
+    /// `result` read as a `CallToolResult`; `None` when it is none (not an
+    /// object, `content` not an array, `isError` not a boolean, either
+    /// written twice).
+    pub tool: Option<ToolShape<'a>>,
+}
+
+/// A `CallToolResult` (MCP 2025-06-18 "Tools").
+#[derive(Debug, Default)]
+pub struct ToolShape<'a> {
+    /// The items of `content[]` in order, each `None` when it is not an
+    /// object with a string (or absent) `type`, or names a field twice.
+    pub content: Option<Vec<Option<Item<'a>>>>,
+    pub is_error: Option<bool>,
+    /// The text of `structuredContent`, when it is there and not `null`
+    /// (MCP 2025-06-18): a changed `content` must not contradict it.
+    pub structured_content: Option<&'a str>,
+}
+
+/// A content item.
+#[derive(Debug, Default)]
+pub struct Item<'a> {
+    pub kind: Option<Cow<'a, str>>,
+    /// The text of the `text` value (any JSON value; a string for a text
+    /// item).
+    pub text: Option<&'a str>,
+}
+
+impl Item<'_> {
+    /// The value of `text` when it is a string serde_json decodes (its
+    /// literal was checked by the scan).
+    pub fn text_value(&self) -> Option<String> {
+        self.text.and_then(super::literal::unescape)
+    }
+}
+
+/// The responses of a body, or `None` when it is not one JSON object or an
+/// array of them (or a message names a field twice).
+pub fn response(text: &str) -> Option<Vec<Scanned<'_>>> {
+    Scanner::body(text, Scanner::message)
+}
+
+impl<'a> Scanner<'a> {
+    /// One message of the body; `Some(None)` for a server request or
+    /// notification (skipped), `None` when the body is not understood.
+    fn message(&mut self) -> Option<Option<Scanned<'a>>> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut id = Field::default();
+        let mut method = Field::default();
+        let mut result = Field::default();
+        let mut error = Field::default();
+        let mut tool = None;
+        // serde reads each key of a message: one it cannot decode is an
+        // error for the whole body.
+        self.object(|s, key| match key?.as_ref() {
+            "id" => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                id.set(v)
+            }
+            "method" => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                method.set(v)
+            }
+            "error" => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                error.set(v)
+            }
+            "result" => {
+                let v = if s.null()? {
+                    None
+                } else {
+                    let start = s.i;
+                    tool = s.tool_result()?;
+                    Some(s.text.get(start..s.i)?)
+                };
+                result.set(v)
+            }
+            _ => s.value(),
+        })?;
+        if method.value.is_some() {
+            return Some(None);
+        }
+        let id = id
+            .value
+            .and_then(|raw| serde_json::from_str(raw).ok())
+            .and_then(id_key);
+        Some(Some(Scanned {
+            id,
+            is_error_response: error.value.is_some(),
+            result: result.value,
+            tool: if result.value.is_some() { tool } else { None },
+        }))
+    }
+
+    /// A `result` value (skipped whole); `Some(None)` when it is not a
+    /// `CallToolResult`.
+    fn tool_result(&mut self) -> Option<Option<ToolShape<'a>>> {
+        if self.peek()? != b'{' {
+            self.value()?;
+            return Some(None);
+        }
+        let mut content: Field<Vec<Option<Item<'a>>>> = Field::default();
+        let mut is_error: Field<bool> = Field::default();
+        let mut structured: Field<&'a str> = Field::default();
+        let mut shaped = true;
+        self.object(|s, key| match key.as_deref() {
+            None => {
+                shaped = false;
+                s.value()
+            }
+            Some("content") => {
+                if s.null()? {
+                    shaped &= content.set(None).is_some();
+                    return Some(());
+                }
+                if s.peek()? != b'[' {
+                    shaped = false;
+                    return s.value();
+                }
+                let mut items = Vec::new();
+                s.array(|s| {
+                    items.push(s.item()?);
+                    Some(())
+                })?;
+                shaped &= content.set(Some(items)).is_some();
+                Some(())
+            }
+            Some("isError") => {
+                let v = match s.peek()? {
+                    b't' | b'f' | b'n' => {
+                        let start = s.i;
+                        s.value()?;
+                        match s.b.get(start..s.i)? {
+                            b"true" => Some(true),
+                            b"false" => Some(false),
+                            _ => None,
+                        }
+                    }
+                    _ => {
+                        shaped = false;
+                        return s.value();
+                    }
+                };
+                shaped &= is_error.set(v).is_some();
+                Some(())
+            }
+            Some("structuredContent") => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                shaped &= structured.set(v).is_some();
+                Some(())
+            }
+            _ => s.value(),
+        })?;
+        Some(shaped.then_some(ToolShape {
+            content: content.value,
+            is_error: is_error.value,
+            structured_content: structured.value,
+        }))
+    }
+
+    /// A content item (skipped whole); `Some(None)` when it is not an
+    /// object with a string `type`, or names a field twice.
+    fn item(&mut self) -> Option<Option<Item<'a>>> {
+        if self.peek()? != b'{' {
+            self.value()?;
+            return Some(None);
+        }
+        let mut kind: Field<Cow<'a, str>> = Field::default();
+        let mut text: Field<&'a str> = Field::default();
+        let mut shaped = true;
+        self.object(|s, key| match key.as_deref() {
+            None => {
+                shaped = false;
+                s.value()
+            }
+            Some("type") => {
+                let v = match s.peek()? {
+                    b'"' => match s.string()? {
+                        Some(v) => Some(v),
+                        None => {
+                            shaped = false;
+                            return Some(());
+                        }
+                    },
+                    b'n' if s.null()? => None,
+                    _ => {
+                        shaped = false;
+                        return s.value();
+                    }
+                };
+                shaped &= kind.set(v).is_some();
+                Some(())
+            }
+            Some("text") => {
+                let v = if s.null()? { None } else { Some(s.raw()?) };
+                shaped &= text.set(v).is_some();
+                Some(())
+            }
+            _ => s.value(),
+        })?;
+        Some(shaped.then_some(Item {
+            kind: kind.value,
+            text: text.value,
+        }))
+    }
+}
