@@ -958,22 +958,35 @@ fn listing(
     }
 }
 
-/// The tools of a listing that trim, with the plugin's argument when
-/// their own schema declares it.
+/// The tools of a listing the plugin takes an argument from (those that
+/// trim, and every tool where queries are on anywhere: the query argument
+/// is taken from every call), with the plugin's arguments their own schema
+/// declares.
 fn declaring(settings: &Settings, scope: ServerScope, result: &RawValue) -> Vec<Listed> {
-    if !(settings.trim_anywhere() && settings.trim.advertise_intent) {
+    let intent = (settings.trim_anywhere() && settings.trim.advertise_intent)
+        .then_some(settings.trim.intent_argument.as_str());
+    let query = settings
+        .queries_anywhere()
+        .then_some(settings.project.query_argument.as_str());
+    if intent.is_none() && query.is_none() {
         return Vec::new();
     }
-    let arg = settings.trim.intent_argument.as_str();
     mcp::tool_entries(result)
         .unwrap_or_default()
         .iter()
         .filter_map(|tool| {
             let name = tool.name.as_deref()?;
-            settings.policy(scope, Some(name)).trim.then(|| {
-                let own = intent::declares(tool, arg).then(|| arg.to_string());
-                (name.to_string(), own.into_iter().collect())
-            })
+            let intent = intent.filter(|_| settings.policy(scope, Some(name)).trim);
+            if intent.is_none() && query.is_none() {
+                return None;
+            }
+            let own = [intent, query]
+                .into_iter()
+                .flatten()
+                .filter(|arg| intent::declares(tool, arg))
+                .map(str::to_string)
+                .collect();
+            Some((name.to_string(), own))
         })
         .collect()
 }

@@ -300,6 +300,42 @@ fn a_tool_that_declares_the_argument_itself_keeps_it() {
     assert_eq!(upstream[0]["params"]["arguments"], json!({}));
 }
 
+/// The query argument is the plugin's on every call once queries are on
+/// anywhere, except where a listing showed the tool declaring an argument
+/// of that name: there it reaches the server as sent and is not run as a
+/// query (a server that applied it would see it applied twice).
+#[test]
+fn a_tool_that_declares_the_query_argument_keeps_it() {
+    const QUERIES: &str = r#"{"tools":{"rows":{"project":{"queries":true}}}}"#;
+    let mut store = Store::default();
+    let mut e = exchange(QUERIES);
+    let list = br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#;
+    post(&mut e, list, &mut store);
+    e.response_headers(head("application/json"), &mut store);
+    let listing = json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": [
+        {"name": "rows", "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "search", "inputSchema": {"type": "object",
+            "properties": {"jmespath": {"type": "string"}}}}
+    ]}})
+    .to_string();
+    e.response_chunk(listing.as_bytes(), true, &mut store);
+
+    let a = call("1", "rows", json!({"jmespath": "[].id"}));
+    let b = call("2", "search", json!({"jmespath": "items[].name"}));
+    let body = [b"[".as_slice(), &a, b",", &b, b"]"].concat();
+    let mut e = exchange(QUERIES);
+    let step = post(&mut e, &body, &mut store);
+    let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
+    assert_eq!(upstream[0]["params"]["arguments"], json!({}));
+    assert_eq!(
+        upstream[1]["params"]["arguments"],
+        json!({"jmespath": "items[].name"}),
+        "`search` declares jmespath: the argument is its own"
+    );
+    let queries: Vec<_> = e.request.calls.iter().map(|c| c.query.as_deref()).collect();
+    assert_eq!(queries, vec![Some("[].id"), None]);
+}
+
 /// Issue 14 decides at the request a call whose policy changes nothing;
 /// with hostile's limits (issue 13) a call past one is counted once and
 /// not followed, and the intent still comes out where the tool trims.

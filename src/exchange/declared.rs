@@ -1,5 +1,6 @@
-//! Which tools declare the plugin's argument (the trim intent) in their own
-//! `inputSchema`. For those the argument is the tool's: a call keeps it.
+//! Which tools declare the plugin's arguments (the trim intent, the agent's
+//! query) in their own `inputSchema`. For those the argument is the tool's:
+//! a call keeps it, and the plugin does not act on it.
 //! The plugin learns it from the `tools/list` responses it sees, per server
 //! scope (the matching `servers[]` entry, or the top level), and keeps it in
 //! shared data so that every worker's streams know it.

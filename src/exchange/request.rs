@@ -147,10 +147,25 @@ impl Exchange {
                 .queries_anywhere()
                 .then_some(s.project.query_argument.as_str()),
         };
-        let Some(info) = RequestInfo::read(body, declared, &s.limits()) else {
+        let Some(mut info) = RequestInfo::read(body, declared, &s.limits()) else {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
+        if s.queries_anywhere() {
+            // A tool whose own schema has an argument of the query's name
+            // gets it as sent; the plugin does not run it as a query.
+            let query = s.project.query_argument.as_str();
+            let own = self.declared(sessions);
+            for call in &mut info.calls {
+                let tool = call.tool.as_deref();
+                if tool
+                    .and_then(|t| own.get(t))
+                    .is_some_and(|args| args.iter().any(|a| a == query))
+                {
+                    call.query = None;
+                }
+            }
+        }
         for reason in &info.skipped {
             self.report.push(Decision::response(*reason));
         }
@@ -224,19 +239,20 @@ impl Exchange {
     /// The body without the plugin's arguments
     /// ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)):
     /// the query from every call, the intent from the calls whose tool
-    /// trims (its resolved policy) and that no listing showed declaring an
-    /// argument of that name itself (issue 13: there it is the tool's).
+    /// trims (its resolved policy), each unless a listing showed the tool
+    /// declaring an argument of that name itself (issue 13: there it is
+    /// the tool's).
     fn strip_arguments(&self, body: &[u8], sessions: &dyn SessionStore) -> Option<Vec<u8>> {
         let s = &self.settings;
         let intent = s.trim.intent_argument.as_str();
         let declared = self.declared(sessions);
         let strips = |tool: Option<&str>, arg: &str| {
-            if arg != intent {
-                return true;
-            }
             let own = tool
                 .and_then(|t| declared.get(t))
                 .is_some_and(|args| args.iter().any(|a| a == arg));
+            if arg != intent {
+                return !own;
+            }
             s.policy(self.scope, tool).trim && !own
         };
         let text = std::str::from_utf8(body).ok()?;
