@@ -4,6 +4,7 @@
 //! ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)).
 
 use super::collect::Collecting;
+use super::declared::Declared;
 use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::{Reason, Stage};
@@ -151,17 +152,19 @@ impl Exchange {
             self.pass_through(Reason::RequestNotJsonRpc);
             return None;
         };
+        let strips = self.rewrites_request() && info.has_method(mcp::TOOLS_CALL);
+        // What listings taught: read once, for the query and for stripping.
+        let own = if s.queries_anywhere() || strips {
+            self.declared(sessions)
+        } else {
+            Declared::default()
+        };
         if s.queries_anywhere() {
             // A tool whose own schema has an argument of the query's name
             // gets it as sent; the plugin does not run it as a query.
             let query = s.project.query_argument.as_str();
-            let own = self.declared(sessions);
             for call in &mut info.calls {
-                let tool = call.tool.as_deref();
-                if tool
-                    .and_then(|t| own.get(t))
-                    .is_some_and(|args| args.iter().any(|a| a == query))
-                {
+                if declares(&own, call.tool.as_deref(), query) {
                     call.query = None;
                 }
             }
@@ -169,8 +172,8 @@ impl Exchange {
         for reason in &info.skipped {
             self.report.push(Decision::response(*reason));
         }
-        let rewritten = if self.rewrites_request() && info.has_method(mcp::TOOLS_CALL) {
-            self.strip_arguments(body, sessions)
+        let rewritten = if strips {
+            self.strip_arguments(body, &own)
         } else {
             None
         };
@@ -242,14 +245,11 @@ impl Exchange {
     /// trims (its resolved policy), each unless a listing showed the tool
     /// declaring an argument of that name itself (issue 13: there it is
     /// the tool's).
-    fn strip_arguments(&self, body: &[u8], sessions: &dyn SessionStore) -> Option<Vec<u8>> {
+    fn strip_arguments(&self, body: &[u8], declared: &Declared) -> Option<Vec<u8>> {
         let s = &self.settings;
         let intent = s.trim.intent_argument.as_str();
-        let declared = self.declared(sessions);
         let strips = |tool: Option<&str>, arg: &str| {
-            let own = tool
-                .and_then(|t| declared.get(t))
-                .is_some_and(|args| args.iter().any(|a| a == arg));
+            let own = declares(declared, tool, arg);
             if arg != intent {
                 return !own;
             }
@@ -284,4 +284,10 @@ impl Exchange {
             Vec::new()
         }
     }
+}
+
+/// A listing showed `tool` declaring `arg` in its own schema.
+fn declares(declared: &Declared, tool: Option<&str>, arg: &str) -> bool {
+    tool.and_then(|t| declared.get(t))
+        .is_some_and(|args| args.iter().any(|a| a == arg))
 }
