@@ -11,6 +11,7 @@
 //! per stream is also about what a busy VM holds.
 //!
 //! Run: `cargo bench --bench stream_memory` (prints a Markdown table).
+//! `STREAM_MEMORY_ONLY=table` (or `prose`) runs one kind alone.
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 // A counting global allocator needs `unsafe impl GlobalAlloc`; it only
@@ -108,7 +109,7 @@ fn body(size: usize, table: bool) -> Vec<u8> {
 
 /// Peak bytes the core allocated while taking `response`, and the size of
 /// what it sent.
-fn run(settings: &Arc<Settings>, response: &[u8]) -> (usize, usize) {
+fn run(settings: &Arc<Settings>, response: &[u8], announced: bool) -> (usize, usize) {
     let mut e = Exchange::new(Arc::clone(settings));
     let stream = StreamInfo::default();
     e.request_headers(RequestHead {
@@ -126,7 +127,7 @@ fn run(settings: &Arc<Settings>, response: &[u8]) -> (usize, usize) {
             status: Some(200),
             content_type: Some("application/json"),
             content_encoding: None,
-            content_length: Some(response.len()),
+            content_length: announced.then_some(response.len()),
             end_of_stream: false,
         },
         &mut NoSessions,
@@ -158,20 +159,33 @@ fn main() {
         ("4 MiB", 4 << 20),
     ] {
         for table in [true, false] {
+            // `STREAM_MEMORY_ONLY=table` or `=prose`: one kind, for a heap
+            // profiler (valgrind --tool=massif) to look at alone.
+            let only = std::env::var("STREAM_MEMORY_ONLY").ok();
+            if only.is_some_and(|o| o != if table { "table" } else { "prose" }) {
+                continue;
+            }
             let response = body(size, table);
-            let (peak, sent) = run(&settings, &response);
-            let kind = if table {
-                "table (encoded)"
-            } else {
-                "prose (passes)"
-            };
-            println!(
-                "| {label} {kind} | {} | {} | {} | {:.2} |",
-                response.len(),
-                sent,
-                peak,
-                peak as f64 / response.len() as f64
-            );
+            // A body with a `content-length` is collected into one buffer
+            // of that size; a chunked one grows by doubling.
+            for announced in [true, false] {
+                if !(announced || table && size == 1 << 20) {
+                    continue;
+                }
+                let (peak, sent) = run(&settings, &response, announced);
+                let kind = match (table, announced) {
+                    (true, true) => "table (encoded)",
+                    (true, false) => "table (encoded), chunked",
+                    (false, _) => "prose (passes)",
+                };
+                println!(
+                    "| {label} {kind} | {} | {} | {} | {:.2} |",
+                    response.len(),
+                    sent,
+                    peak,
+                    peak as f64 / response.len() as f64
+                );
+            }
         }
     }
 }

@@ -556,11 +556,19 @@ impl Job {
                 &mut self.edits,
             );
         }
-        for block in &self.blocks {
+        for block in &mut self.blocks {
             if block.changed && !block.written {
-                match serde_json::to_string(&block.text) {
-                    Ok(literal) => self.edits.replace_span(block.span.clone(), literal),
-                    Err(_) => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
+                // Sized exactly, and the text let go once it is written:
+                // the new body is the only other copy.
+                let mut literal = Vec::with_capacity(stage::literal_len(&block.text));
+                match serde_json::to_writer(&mut literal, &block.text)
+                    .map(|()| String::from_utf8(literal))
+                {
+                    Ok(Ok(literal)) => {
+                        block.text = String::new();
+                        self.edits.replace_span(block.span.clone(), literal);
+                    }
+                    _ => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
                 }
             }
         }

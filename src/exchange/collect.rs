@@ -43,6 +43,12 @@ impl Collected {
     pub(super) fn push(&mut self, chunk: &[u8], end_of_stream: bool, max: usize) -> Collecting {
         self.seen = self.seen.saturating_add(chunk.len());
         if let Some(length) = self.length {
+            if self.bytes.capacity() == 0 && length <= max {
+                // Sized once for the body it announced (growing by doubling
+                // would leave up to twice that in the VM's memory, which
+                // never shrinks).
+                self.bytes.reserve_exact(length);
+            }
             return match () {
                 _ if self.seen > max => Collecting::TooLarge,
                 _ if self.seen >= length || end_of_stream => {
@@ -63,7 +69,7 @@ impl Collected {
                 let (value, rest) = chunk.split_at(at);
                 let mut body = std::mem::take(&mut self.bytes);
                 body.extend_from_slice(value);
-                Collecting::Closed(body, rest.to_vec())
+                Collecting::Closed(fit(body), rest.to_vec())
             }
             _ if self.seen > max => Collecting::TooLarge,
             (Progress::Open, _) if end_of_stream => {
@@ -81,6 +87,15 @@ impl Collected {
     pub(super) fn take_with(&mut self, chunk: &[u8]) -> Vec<u8> {
         let mut all = std::mem::take(&mut self.bytes);
         all.extend_from_slice(chunk);
-        all
+        fit(all)
     }
+}
+
+/// A chunked body grew by doubling: its slack goes back before the stages
+/// copy from it.
+fn fit(mut body: Vec<u8>) -> Vec<u8> {
+    if body.capacity() - body.len() > body.len() / 8 {
+        body.shrink_to_fit();
+    }
+    body
 }

@@ -54,8 +54,12 @@ impl Edits {
     /// outside the base (a bug elsewhere; the caller then passes through).
     pub fn apply(mut self, base: &str) -> Option<String> {
         self.spans.sort_by_key(|(r, _)| (r.start, r.end));
-        let extra: usize = self.spans.iter().map(|(_, s)| s.len()).sum();
-        let mut out = String::with_capacity(base.len() + extra);
+        // Sized exactly: the base less what is replaced, plus what replaces
+        // it (overlapping spans are refused below).
+        let size = self.spans.iter().fold(base.len(), |n, (span, text)| {
+            n.saturating_sub(span.len()).saturating_add(text.len())
+        });
+        let mut out = String::with_capacity(size);
         let mut at = 0;
         for (span, text) in &self.spans {
             if span.start < at {

@@ -55,6 +55,11 @@ pub(super) fn unescape(literal: &str) -> Option<String> {
         });
     }
     out.push_str(inner.get(at..)?);
+    if out.capacity() - out.len() > out.len() / 8 {
+        // A text of JSON is escaped every few bytes: give back the slack
+        // rather than hold it while the stages run.
+        out.shrink_to_fit();
+    }
     Some(out)
 }
 

@@ -40,9 +40,9 @@ struct Line<'t> {
 }
 
 /// A header field: a leaf, or a nested group.
-struct Field<'t> {
-    name: Cow<'t, str>,
-    children: Option<Vec<Field<'t>>>,
+pub(super) struct Field<'t> {
+    pub name: Cow<'t, str>,
+    pub children: Option<Vec<Field<'t>>>,
 }
 
 fn leaf_count(fields: &[Field<'_>]) -> usize {
@@ -53,11 +53,11 @@ fn leaf_count(fields: &[Field<'_>]) -> usize {
 }
 
 /// A parsed header: the text after its colon, and what it declares.
-struct Header<'t> {
-    len: usize,
-    keyed: bool,
-    fields: Option<Vec<Field<'t>>>,
-    after: &'t str,
+pub(super) struct Header<'t> {
+    pub len: usize,
+    pub keyed: bool,
+    pub fields: Option<Vec<Field<'t>>>,
+    pub after: &'t str,
 }
 
 /// True when `text` decodes, in the forms described above, to the root of
@@ -95,9 +95,7 @@ fn lines(text: &str, indent: usize) -> Option<Vec<Line<'_>>> {
     for raw in text.split('\n') {
         let spaces = raw.bytes().take_while(|&b| b == b' ').count();
         let content = raw.get(spaces..)?;
-        let first = *content.as_bytes().first()?;
-        let last = *content.as_bytes().last()?;
-        if matches!(first, b'\t' | b'#') || matches!(last, b' ' | b'\t' | b'\r') {
+        if !content_ok(content) {
             return None;
         }
         if spaces % indent != 0 {
@@ -109,6 +107,18 @@ fn lines(text: &str, indent: usize) -> Option<Vec<Line<'_>>> {
         });
     }
     Some(out)
+}
+
+/// A line's content after its indentation, as [`lines`] accepts it:
+/// not empty, not starting with a tab or `#`, not ending in a space, tab
+/// or CR. ([`lines`] takes every leading space as indentation, so content
+/// never starts with one.)
+pub(super) fn content_ok(content: &str) -> bool {
+    let (Some(&first), Some(&last)) = (content.as_bytes().first(), content.as_bytes().last())
+    else {
+        return false;
+    };
+    !(matches!(first, b'\t' | b'#' | b' ') || matches!(last, b' ' | b'\t' | b'\r'))
 }
 
 struct Decoder<'t, 'd, 'j> {
@@ -202,67 +212,8 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         primitive_is(rest.strip_prefix(": ")?, self.delim, expected)
     }
 
-    /// `[N<:?><delim?>]{fields}:` (§6), `text` starting at the bracket.
     fn header(&self, text: &'t str) -> Option<Header<'t>> {
-        let rest = text.strip_prefix('[')?;
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let (n, mut rest) = rest.split_at_checked(digits)?;
-        if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
-            return None;
-        }
-        let len = n.bytes().try_fold(0usize, |acc, d| {
-            acc.checked_mul(10)?.checked_add(usize::from(d - b'0'))
-        })?;
-        let keyed = match rest.strip_prefix(':') {
-            Some(r) => {
-                rest = r;
-                true
-            }
-            None => false,
-        };
-        if self.delim != b',' {
-            rest = rest.strip_prefix(char::from(self.delim))?;
-        }
-        rest = rest.strip_prefix(']')?;
-        let fields = match rest.strip_prefix('{') {
-            Some(r) => {
-                let (fields, r) = self.field_list(r, 0)?;
-                rest = r;
-                Some(fields)
-            }
-            None => None,
-        };
-        let after = rest.strip_prefix(':')?;
-        Some(Header {
-            len,
-            keyed,
-            fields,
-            after,
-        })
-    }
-
-    /// A field list after its `{`, through the matching `}` (§6, §9.4).
-    fn field_list(&self, mut text: &'t str, depth: usize) -> Option<(Vec<Field<'t>>, &'t str)> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        let mut fields = Vec::new();
-        loop {
-            let (name, rest) = name_token(text)?;
-            let (children, rest) = match rest.strip_prefix('{') {
-                Some(r) => {
-                    let (c, r) = self.field_list(r, depth + 1)?;
-                    (Some(c), r)
-                }
-                None => (None, rest),
-            };
-            fields.push(Field { name, children });
-            if let Some(r) = rest.strip_prefix(char::from(self.delim)) {
-                text = r;
-            } else {
-                return Some((fields, rest.strip_prefix('}')?));
-            }
-        }
+        header(text, self.delim)
     }
 
     /// The value a header announces, with its rows when it has any.
@@ -376,9 +327,72 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
     }
 }
 
+/// `[N<:?><delim?>]{fields}:` (§6), `text` starting at the bracket.
+pub(super) fn header(text: &str, delim: u8) -> Option<Header<'_>> {
+    let rest = text.strip_prefix('[')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (n, mut rest) = rest.split_at_checked(digits)?;
+    if n.is_empty() || (n.len() > 1 && n.starts_with('0')) {
+        return None;
+    }
+    let len = n.bytes().try_fold(0usize, |acc, d| {
+        acc.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+    })?;
+    let keyed = match rest.strip_prefix(':') {
+        Some(r) => {
+            rest = r;
+            true
+        }
+        None => false,
+    };
+    if delim != b',' {
+        rest = rest.strip_prefix(char::from(delim))?;
+    }
+    rest = rest.strip_prefix(']')?;
+    let fields = match rest.strip_prefix('{') {
+        Some(r) => {
+            let (fields, r) = field_list(r, 0, delim)?;
+            rest = r;
+            Some(fields)
+        }
+        None => None,
+    };
+    let after = rest.strip_prefix(':')?;
+    Some(Header {
+        len,
+        keyed,
+        fields,
+        after,
+    })
+}
+
+/// A field list after its `{`, through the matching `}` (§6, §9.4).
+fn field_list(mut text: &str, depth: usize, delim: u8) -> Option<(Vec<Field<'_>>, &str)> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let mut fields = Vec::new();
+    loop {
+        let (name, rest) = name_token(text)?;
+        let (children, rest) = match rest.strip_prefix('{') {
+            Some(r) => {
+                let (c, r) = field_list(r, depth + 1, delim)?;
+                (Some(c), r)
+            }
+            None => (None, rest),
+        };
+        fields.push(Field { name, children });
+        if let Some(r) = rest.strip_prefix(char::from(delim)) {
+            text = r;
+        } else {
+            return Some((fields, rest.strip_prefix('}')?));
+        }
+    }
+}
+
 /// A key (§7.3): a quoted string, or a bare `[A-Za-z_][A-Za-z0-9_.]*`
 /// followed by `:` or `[`. Returns the key and the rest of the line.
-fn key_token(content: &str) -> Option<(Cow<'_, str>, &str)> {
+pub(super) fn key_token(content: &str) -> Option<(Cow<'_, str>, &str)> {
     let (key, rest) = name_token(content)?;
     matches!(rest.as_bytes().first(), Some(b':' | b'[')).then_some((key, rest))
 }
@@ -425,7 +439,7 @@ fn unescape(inner: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Splits a delimited row (§11.2) into its tokens, appended to `out`.
-fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()> {
+pub(super) fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()> {
     let mut rest = text;
     loop {
         let len = if rest.starts_with('"') {
@@ -442,8 +456,30 @@ fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()>
     }
 }
 
+/// The delimited row `text` (§11.2) is exactly the values of `members`,
+/// token by token and no more: [`tokens_of`] and [`primitive_is`] without
+/// collecting the tokens.
+pub(super) fn cells_are(text: &str, delim: u8, members: &[Member<'_>]) -> Option<()> {
+    let mut rest = text;
+    let mut expected = members.iter();
+    loop {
+        let len = if rest.starts_with('"') {
+            closing_quote(rest)? + 1
+        } else {
+            rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
+        };
+        let (token, after) = rest.split_at_checked(len)?;
+        primitive_is(token, delim, &expected.next()?.value)?;
+        if after.is_empty() {
+            break;
+        }
+        rest = after.strip_prefix(char::from(delim))?;
+    }
+    expected.next().is_none().then_some(())
+}
+
 /// The token decodes to the primitive `expected`.
-fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
+pub(super) fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
     let same = match (primitive(token, delim)?, expected) {
         (Node::Null, Node::Null) => true,
         (Node::Bool(p), Node::Bool(q)) => p == *q,

@@ -94,31 +94,11 @@ impl<'e, 'a> Emitter<'e, 'a> {
     }
 
     fn key(&mut self, key: &str) {
-        if is_valid_unquoted_key(key) {
-            self.out.push_str(key);
-        } else {
-            push_quoted(&mut self.out, key);
-        }
+        push_key(&mut self.out, key);
     }
 
     fn primitive(&mut self, v: &Node<'_>) -> Option<()> {
-        match v {
-            Node::Null => self.out.push_str("null"),
-            Node::Bool(true) => self.out.push_str("true"),
-            Node::Bool(false) => self.out.push_str("false"),
-            // Numbers that do not survive were refused before emission; the
-            // generic encoder would write `null` or a rounded value.
-            Node::Num(raw) => self.out.push_str(&number::canonical(raw)?),
-            Node::Str(s) => {
-                if !needs_quotes(s, self.delim) {
-                    self.out.push_str(s);
-                } else {
-                    push_quoted(&mut self.out, s);
-                }
-            }
-            Node::Arr { .. } | Node::Obj { .. } => return None,
-        }
-        Some(())
+        push_primitive(&mut self.out, v, self.delim)
     }
 
     /// `key[N<:?><delim?>]{fields}:` (§6, §11.1: comma is declared by
@@ -368,6 +348,38 @@ impl<'e, 'a> Emitter<'e, 'a> {
             children: Some(children),
         })
     }
+}
+
+/// A key or field name (§7.3): bare when it is a valid unquoted key,
+/// else quoted.
+pub(super) fn push_key(out: &mut String, key: &str) {
+    if is_valid_unquoted_key(key) {
+        out.push_str(key);
+    } else {
+        push_quoted(out, key);
+    }
+}
+
+/// A primitive token (§4, §7); `None` for a container, or a number TOON
+/// cannot carry.
+pub(super) fn push_primitive(out: &mut String, v: &Node<'_>, delim: char) -> Option<()> {
+    match v {
+        Node::Null => out.push_str("null"),
+        Node::Bool(true) => out.push_str("true"),
+        Node::Bool(false) => out.push_str("false"),
+        // Numbers that do not survive were refused before emission; the
+        // generic encoder would write `null` or a rounded value.
+        Node::Num(raw) => out.push_str(&number::canonical(raw)?),
+        Node::Str(s) => {
+            if !needs_quotes(s, delim) {
+                out.push_str(s);
+            } else {
+                push_quoted(out, s);
+            }
+        }
+        Node::Arr { .. } | Node::Obj { .. } => return None,
+    }
+    Some(())
 }
 
 /// `needs_quoting(s, delim)` (§7.2), answered in one pass over the bytes

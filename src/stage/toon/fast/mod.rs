@@ -2,6 +2,11 @@
 //! path (`serde_json::Value` → toon-format's `JsonValue` → `normalize` →
 //! `encode`, then `toon_format::decode` to verify), from one borrowed parse.
 //!
+//! A root table of flat rows that share one key sequence (alone or in an
+//! envelope of primitive fields) is written row by row as it is read
+//! ([`stream`]), holding one row at a time; everything else, and any such
+//! table that turns out otherwise, goes the tree's way:
+//!
 //! ```text
 //! text ─► parse (borrowed tree, duplicate keys refused)
 //!      ─► classify (adaptive) ─► exact (numbers, key order)
@@ -36,6 +41,7 @@ mod emit;
 mod number;
 
 mod parse;
+mod stream;
 mod tree;
 
 use toon_format::EncodeOptions;
@@ -62,6 +68,16 @@ pub(super) enum Fast {
 /// [`super::encode`] after its cheap early checks (mode, marker, minimum
 /// size), which the caller has already made.
 pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
+    let options = EncodeOptions::default();
+    if let stream::Streamed::Done(result) = stream::encode(text, wire_len, s, &options) {
+        return Fast::Done(result);
+    }
+    encode_on_tree(text, wire_len, s, &options)
+}
+
+/// [`encode`] without the streamed path: the whole text parsed into one
+/// tree first.
+fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &EncodeOptions) -> Fast {
     let Some(doc) = parse::parse(text) else {
         return Fast::Fallback;
     };
@@ -76,8 +92,7 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     if let Err(reason) = check::exact(&doc) {
         return Fast::Done(Err(reason));
     }
-    let options = EncodeOptions::default();
-    let Some(toon) = emit::emit(&doc, &options) else {
+    let Some(toon) = emit::emit(&doc, options) else {
         return Fast::Unwritten;
     };
     let emission = marker::wrap(&toon, s.header, &s.marker);
@@ -89,7 +104,7 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
     }
     // Duplicate keys: the parser refused them, so the generic path counts
     // them.
-    if s.verify && !decodes_to(&toon, &doc, &options) {
+    if s.verify && !decodes_to(&toon, &doc, options) {
         return Fast::Unwritten;
     }
     Fast::Done(Ok(emission))

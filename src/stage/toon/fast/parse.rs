@@ -67,8 +67,12 @@ pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
     // reservation is capped (about 1.2 MB), since a block that turns out
     // not to be a table (one long string, say) would otherwise grow the
     // module's memory by several times its size for nothing.
-    p.doc.members.reserve(text.len().min(1 << 18) / 12);
     p.skip_ws();
+    // Only for a text that may be a container: prose passes through here
+    // too, and would hold the reservation for nothing.
+    if matches!(p.peek(), Some(b'[' | b'{')) {
+        p.doc.members.reserve(text.len().min(1 << 18) / 12);
+    }
     let root = p.value()?;
     p.skip_ws();
     if p.pos != p.bytes.len() {
@@ -76,6 +80,88 @@ pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
     }
     p.doc.root = Some(root);
     Some(p.doc)
+}
+
+/// The parser one value at a time, for [`super::stream`], which reads a
+/// table row by row and forgets each row once it is written: the tree
+/// then never holds more than the first row and the row at hand.
+pub(super) struct Cursor<'a> {
+    p: Parser<'a>,
+}
+
+impl<'a> Cursor<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Self {
+            p: Parser {
+                text,
+                bytes: text.as_bytes(),
+                pos: 0,
+                depth: 0,
+                doc: Doc::default(),
+                item_scratch: Vec::new(),
+                member_scratch: Vec::new(),
+                recent: [(0, 0); RECENT],
+                next_recent: 0,
+            },
+        }
+    }
+
+    pub(super) fn skip_ws(&mut self) {
+        self.p.skip_ws();
+    }
+
+    pub(super) fn peek(&self) -> Option<u8> {
+        self.p.peek()
+    }
+
+    /// Takes `b` when it is next.
+    pub(super) fn eat(&mut self, b: u8) -> Option<()> {
+        self.p.eat(b)
+    }
+
+    /// One value, its containers committed to [`Cursor::doc`].
+    pub(super) fn value(&mut self) -> Option<Node<'a>> {
+        self.p.value()
+    }
+
+    /// A string literal at the cursor.
+    pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        self.p.string()
+    }
+
+    /// Enters an array or object whose opening bracket is next, counted
+    /// against the nesting bound like any other.
+    pub(super) fn open(&mut self, bracket: u8) -> Option<()> {
+        self.eat(bracket)?;
+        self.p.enter()
+    }
+
+    pub(super) fn close(&mut self) {
+        self.p.depth = self.p.depth.saturating_sub(1);
+    }
+
+    pub(super) fn doc(&self) -> &Doc<'a> {
+        &self.p.doc
+    }
+
+    pub(super) fn at_end(&self) -> bool {
+        self.p.pos == self.p.bytes.len()
+    }
+
+    /// Forgets every member committed past the first `members` (and every
+    /// node), with the key lists remembered there.
+    pub(super) fn forget_after(&mut self, members: usize) {
+        self.p.doc.members.truncate(members);
+        self.p.doc.nodes.clear();
+        for slot in &mut self.p.recent {
+            if slot.0.saturating_add(slot.1) > members {
+                *slot = (0, 0);
+            }
+        }
+    }
 }
 
 struct Parser<'a> {

@@ -1,0 +1,421 @@
+//! The commonest table, written as it is read: a root array of flat rows
+//! that all list one key sequence, or an object of primitive fields around
+//! one such array (a paged envelope). These are most tabular tool results
+//! (SQL rows, list endpoints), and the tree path ([`super::parse`] into
+//! [`super::tree::Doc`]) holds every member of every row at once — about
+//! 56 bytes per cell, several times the text (issue 14: peak memory per
+//! stream at most 3× the body). Here each row is parsed, checked, written
+//! and verified, then forgotten; the tree holds the first row (whose keys
+//! the others must repeat) and the row at hand.
+//!
+//! The answers are the tree path's. For these shapes its gates reduce to
+//! what is checked row by row: every row a non-empty object with the first
+//! row's keys in the first row's order (so every key is present in every
+//! row and siblings share one order, §9.3), every value a primitive, every
+//! number one TOON carries (§2), at least `min_rows` rows; and its emission
+//! to the header `key[N]{fields}:` and one line of cells per row, which
+//! [`super::emit`] writes with the same helpers. Anything else —
+//! a nested value, a row with other keys or another order, a lossy number,
+//! too few rows, duplicate keys, the fence header — is left to the tree
+//! path ([`Streamed::Other`]), which then decides from the start; a shape
+//! found late costs a second parse, never a different answer. The
+//! differential tests hold the two paths to identical results.
+//!
+//! With `verify`, each line is decoded as it is written, by the strict
+//! decoder's own rules ([`super::decode`]: line form, header, row tokens,
+//! primitives compared with the JSON values), so the check needs no tree
+//! either.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use toon_format::types::{Delimiter, EncodeOptions, Indent};
+
+use super::decode;
+use super::emit::{push_key, push_primitive};
+use super::number;
+use super::parse::Cursor;
+use super::tree::{key_eq, Member, Node};
+use crate::config::{Mode, ToonSettings};
+use crate::marker::Header;
+use crate::outcome::Reason;
+
+/// What the streamed path made of a block.
+#[derive(Debug, PartialEq)]
+pub(super) enum Streamed {
+    /// The tree path's answer.
+    Done(Result<String, Reason>),
+    /// Not this shape (or not provably so): the tree path decides.
+    Other,
+}
+
+/// The block's emission, marker included, or why it stays; `marker` is
+/// the marker line for [`Header::Marker`].
+pub(super) fn encode(
+    text: &str,
+    wire_len: usize,
+    s: &ToonSettings,
+    options: &EncodeOptions,
+) -> Streamed {
+    let Indent::Spaces(indent) = options.indent;
+    let Ok(delim) = u8::try_from(options.delimiter.as_char()) else {
+        return Streamed::Other;
+    };
+    // The fence's length depends on every backtick run in the text, so it
+    // could only be written once the text is; it is rare enough to leave.
+    if indent == 0 || s.header == Header::Fence || s.key_presence_pct > 100 {
+        return Streamed::Other;
+    }
+    let adaptive = s.mode == Mode::Adaptive;
+    let prefix = match s.header {
+        Header::Marker => s.marker.len() + 1,
+        _ => 0,
+    };
+    // In adaptive mode an emission longer than this is refused anyway: past
+    // it only the gates are checked, so the reason stays the tree path's.
+    let limit = if adaptive {
+        let keep = u128::from(100 - s.min_savings_pct.min(100));
+        usize::try_from((text.len() as u128) * keep / 100).unwrap_or(usize::MAX)
+    } else {
+        usize::MAX
+    };
+    let mut w = Writer {
+        out: String::with_capacity(prefix + 64),
+        reserve: limit.min(text.len()).saturating_add(prefix + 64),
+        limit,
+        over: false,
+        lines: 0,
+        indent,
+        delim,
+        delimiter: options.delimiter,
+        verify: s.verify,
+        min_rows: s.min_rows,
+    };
+    if s.header == Header::Marker {
+        w.out.push_str(&s.marker);
+        w.out.push('\n');
+    }
+    let mut c = Cursor::new(text);
+    if w.document(&mut c).is_none() {
+        return Streamed::Other;
+    }
+    if w.over {
+        return Streamed::Done(Err(Reason::BelowThreshold));
+    }
+    let mut emission = w.out;
+    // Reserved for the largest emission that could pass; the rest goes back.
+    emission.shrink_to_fit();
+    if adaptive && !super::super::smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+        return Streamed::Done(Err(Reason::BelowThreshold));
+    }
+    if adaptive && super::wire_size(&emission) > wire_len {
+        return Streamed::Done(Err(Reason::BelowThreshold));
+    }
+    Streamed::Done(Ok(emission))
+}
+
+struct Writer {
+    out: String,
+    /// What `out` is sized for once a first row shows a table: the largest
+    /// emission that could pass (a text that is no table never pays it).
+    reserve: usize,
+    /// The size past which the emission is refused.
+    limit: usize,
+    /// The emission passed `limit`: nothing more is written.
+    over: bool,
+    /// TOON lines written (the header counts from when its place is kept).
+    lines: usize,
+    indent: usize,
+    delim: u8,
+    delimiter: Delimiter,
+    verify: bool,
+    min_rows: usize,
+}
+
+impl Writer {
+    /// The root: a table, or an object of primitive fields and one table.
+    fn document<'a>(&mut self, c: &mut Cursor<'a>) -> Option<()> {
+        c.skip_ws();
+        match c.peek()? {
+            b'[' => self.table(c, None)?,
+            b'{' => self.envelope(c)?,
+            _ => return None,
+        }
+        c.skip_ws();
+        c.at_end().then_some(())
+    }
+
+    /// `{ primitive fields…, key: [rows], primitive fields… }`: the fields
+    /// in order (§8), the table under its key (§9.3).
+    fn envelope<'a>(&mut self, c: &mut Cursor<'a>) -> Option<()> {
+        c.open(b'{')?;
+        let mut keys: Vec<Cow<'a, str>> = Vec::new();
+        let mut table = false;
+        c.skip_ws();
+        if c.eat(b'}').is_some() {
+            return None;
+        }
+        loop {
+            c.skip_ws();
+            let key = c.string()?;
+            c.skip_ws();
+            c.eat(b':')?;
+            c.skip_ws();
+            match c.peek()? {
+                // A second array, or any object, is no envelope (the
+                // classifier's rule).
+                b'[' if !table => {
+                    table = true;
+                    self.table(c, Some(&key))?;
+                }
+                b'[' | b'{' => return None,
+                _ => {
+                    let value = c.value()?;
+                    self.field(&key, &value)?;
+                }
+            }
+            keys.push(key);
+            c.skip_ws();
+            match c.peek()? {
+                b',' => {
+                    c.eat(b',')?;
+                }
+                b'}' => {
+                    c.eat(b'}')?;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        c.close();
+        // Duplicate keys are the generic path's to count.
+        let distinct = keys
+            .iter()
+            .enumerate()
+            .all(|(i, k)| keys.iter().take(i).all(|p| p != k));
+        (table && distinct).then_some(())
+    }
+
+    /// Starts a line at `depth`; where its content starts.
+    fn line(&mut self, depth: usize) -> usize {
+        if self.lines > 0 {
+            self.out.push('\n');
+        }
+        self.lines += 1;
+        for _ in 0..depth * self.indent {
+            self.out.push(' ');
+        }
+        self.out.len()
+    }
+
+    /// Whether the emission has passed its limit; the first time, what was
+    /// written is dropped and nothing more is.
+    fn over_limit(&mut self) -> bool {
+        if !self.over && self.out.len() > self.limit {
+            self.over = true;
+            self.out = String::new();
+        }
+        self.over
+    }
+
+    /// `key: value` at depth 0.
+    fn field(&mut self, key: &str, value: &Node<'_>) -> Option<()> {
+        if !value.is_primitive() {
+            return None;
+        }
+        if self.over_limit() {
+            return lossless(value);
+        }
+        let start = self.line(0);
+        push_key(&mut self.out, key);
+        self.out.push_str(": ");
+        push_primitive(&mut self.out, value, char::from(self.delim))?;
+        if self.verify {
+            let content = self.out.get(start..)?;
+            let (k, rest) = decode::key_token(content)?;
+            if !decode::content_ok(content) || !key_eq(&k, key) {
+                return None;
+            }
+            decode::primitive_is(rest.strip_prefix(": ")?, self.delim, value)?;
+        }
+        Some(())
+    }
+
+    /// An array of flat rows with one key sequence: its header (written
+    /// once the rows are counted) and one line per row at depth 1.
+    fn table<'a>(&mut self, c: &mut Cursor<'a>, key: Option<&str>) -> Option<()> {
+        c.open(b'[')?;
+        // The header's line: its place is kept and filled once `N` is known.
+        let header_newline = self.lines > 0;
+        let header_at = self.out.len();
+        self.lines += 1;
+        c.skip_ws();
+        if c.eat(b']').is_some() {
+            return None;
+        }
+        let base = c.doc().members.len();
+        let Node::Obj { start, len } = c.value()? else {
+            return None;
+        };
+        if len == 0 || start != base {
+            return None;
+        }
+        let first_len = len;
+        let keep = start + len;
+        self.row(c, start, len, start)?;
+        self.out
+            .reserve(self.reserve.saturating_sub(self.out.len()));
+        let mut n: usize = 1;
+        loop {
+            c.skip_ws();
+            match c.peek()? {
+                b',' => {
+                    c.eat(b',')?;
+                    c.skip_ws();
+                }
+                b']' => {
+                    c.eat(b']')?;
+                    break;
+                }
+                _ => return None,
+            }
+            let Node::Obj { start, len } = c.value()? else {
+                return None;
+            };
+            if len != first_len {
+                return None;
+            }
+            self.row(c, start, len, base)?;
+            c.forget_after(keep);
+            n += 1;
+        }
+        c.close();
+        if n < self.min_rows {
+            return None;
+        }
+        if self.over {
+            return Some(());
+        }
+        let keys = c.doc().members.get(base..keep)?;
+        let mut header =
+            String::with_capacity(16 + keys.iter().map(|m| m.key.len() + 1).sum::<usize>());
+        if header_newline {
+            header.push('\n');
+        }
+        let content_at = header.len();
+        if let Some(key) = key {
+            push_key(&mut header, key);
+        }
+        header.push('[');
+        let _ = write!(header, "{n}");
+        if self.delimiter != Delimiter::Comma {
+            header.push(char::from(self.delim));
+        }
+        header.push_str("]{");
+        for (j, m) in keys.iter().enumerate() {
+            if j > 0 {
+                header.push(char::from(self.delim));
+            }
+            push_key(&mut header, &m.key);
+        }
+        header.push_str("}:");
+        if self.verify {
+            self.header_reads_back(header.get(content_at..)?, key, n, keys)?;
+        }
+        if header_at > self.out.len() {
+            return None;
+        }
+        self.out.insert_str(header_at, &header);
+        // The header may take the emission over its limit.
+        self.over_limit();
+        Some(())
+    }
+
+    /// One row: its members (at `start`, `len` of them) are the first
+    /// row's keys (at `first`) in the same order, each value a primitive;
+    /// its line of cells, verified.
+    fn row(&mut self, c: &Cursor<'_>, start: usize, len: usize, first: usize) -> Option<()> {
+        let members = c.doc().members.get(start..start + len)?;
+        if start != first {
+            let keys = c.doc().members.get(first..first + len)?;
+            if !members
+                .iter()
+                .zip(keys)
+                .all(|(m, k)| key_eq(&m.key, &k.key))
+            {
+                return None;
+            }
+        }
+        if self.over_limit() {
+            return members.iter().try_for_each(|m| lossless(&m.value));
+        }
+        let at = self.line(1);
+        for (j, m) in members.iter().enumerate() {
+            if !m.value.is_primitive() {
+                return None;
+            }
+            if j > 0 {
+                self.out.push(char::from(self.delim));
+            }
+            push_primitive(&mut self.out, &m.value, char::from(self.delim))?;
+        }
+        if self.verify {
+            self.row_reads_back(at, members)?;
+        }
+        Some(())
+    }
+
+    /// The row's line decodes (§9.3, §11.2) to exactly its members' values.
+    fn row_reads_back(&self, at: usize, members: &[Member<'_>]) -> Option<()> {
+        let content = self.out.get(at..)?;
+        if !decode::content_ok(content) {
+            return None;
+        }
+        decode::cells_are(content, self.delim, members)
+    }
+
+    /// The header line decodes (§6) to `key`, `n` rows and the keys as
+    /// leaf fields, with nothing after its colon.
+    fn header_reads_back(
+        &self,
+        content: &str,
+        key: Option<&str>,
+        n: usize,
+        keys: &[Member<'_>],
+    ) -> Option<()> {
+        if !decode::content_ok(content) {
+            return None;
+        }
+        let rest = match key {
+            Some(key) => {
+                let (k, rest) = decode::key_token(content)?;
+                if !key_eq(&k, key) {
+                    return None;
+                }
+                rest
+            }
+            None => content,
+        };
+        let header = decode::header(rest, self.delim)?;
+        let fields = header.fields?;
+        let same = header.len == n
+            && !header.keyed
+            && header.after.is_empty()
+            && fields.len() == keys.len()
+            && fields
+                .iter()
+                .zip(keys)
+                .all(|(f, m)| f.children.is_none() && key_eq(&f.name, &m.key));
+        same.then_some(())
+    }
+}
+
+/// A value the emission could write: a primitive, and a number TOON
+/// carries exactly.
+fn lossless(v: &Node<'_>) -> Option<()> {
+    match v {
+        Node::Num(raw) => number::canonical(raw).map(|_| ()),
+        v if v.is_primitive() => Some(()),
+        _ => None,
+    }
+}
