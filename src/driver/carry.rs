@@ -48,7 +48,7 @@ impl Driver {
                 );
             }
         };
-        let chunk = buffer.get(self.side(direction).kept..).unwrap_or_default();
+        let chunk = buffer.as_slice();
         let step = match direction {
             Direction::Request => self.exchange.request_chunk(chunk, end, &mut Shared(host)),
             Direction::Response => self.exchange.response_chunk(chunk, end, &mut Shared(host)),
@@ -170,9 +170,12 @@ impl Driver {
         let in_flight = self.callout.is_some();
         let side = self.side(direction);
         sent.prepend(std::mem::take(&mut side.backlog));
+        // Outside a body callback the bytes go in front of what the host's
+        // buffer holds: nothing when the core paused it (its chunks wait
+        // here, see `holds`), the host's own bytes after a refusal.
         let in_host = match site {
             Site::Body { size, .. } => size,
-            Site::Trailers | Site::Reply => side.kept,
+            Site::Trailers | Site::Reply => 0,
         };
         // A body callback always has a buffer; trailers and a reply have
         // one when the body is paused, and try otherwise (Envoy refuses: it
@@ -217,10 +220,8 @@ impl Driver {
             }
             return self.refuse(host, direction, site, sent.into_original());
         }
-        let side = self.side(direction);
-        side.kept = 0;
         if holds {
-            side.backlog = sent.bytes;
+            self.side(direction).backlog = sent.bytes;
         }
         self.go_on(host, direction, site, pause, in_flight)
     }
