@@ -311,17 +311,18 @@ impl Driver {
     }
 
     /// After a refusal: puts what the core held in front of the host's
-    /// buffer, as soon as the host takes it.
+    /// buffer, as soon as the host takes it. Refused again where no later
+    /// callback comes (trailers, a callout reply, the last chunk): those
+    /// bytes are dropped, counted (`lost_at_refusal`).
     fn flush_refused(&mut self, host: &mut dyn Host, direction: Direction, site: Site) -> Action {
         let side = self.side(direction);
         let taken = side.backlog.is_empty()
             || host
                 .replace_body(direction.into(), 0, &side.backlog)
                 .is_ok();
-        if taken {
-            side.backlog.clear();
-        } else if !matches!(site, Site::Body { .. }) || side.ended {
-            // No later callback will take them.
+        // Refused where no later callback comes to take them.
+        let lost = !taken && (!matches!(site, Site::Body { .. }) || side.ended);
+        if taken || lost {
             side.backlog.clear();
         }
         let waiting = side.paused || side.trailers_waiting;
@@ -329,6 +330,9 @@ impl Driver {
         // Keep the host's bytes behind ours until it takes ours.
         side.paused = keep;
         side.trailers_waiting = false;
+        if lost {
+            self.exchange.record(Reason::LostAtRefusal);
+        }
         if keep {
             return Action::Pause;
         }

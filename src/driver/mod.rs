@@ -24,7 +24,8 @@
 //!   core held go in front of the host's buffer, as they came;
 //! - what the host cannot be given (trailers arriving after an unfinished
 //!   message with no buffer to write into, a stream reset while bytes are
-//!   held) is counted (`lost_at_trailers`, `lost_at_reset`).
+//!   held, a host that refuses to take them back at its last callback) is
+//!   counted (`lost_at_trailers`, `lost_at_reset`, `lost_at_refusal`).
 //!
 //! On the request path the driver also answers a page call without the
 //! server: the request's headers wait with its body, then the driver sends
