@@ -126,10 +126,17 @@ fn read_reply(host: &dyn Host, size: usize) -> crate::host::HostResult<Vec<u8>> 
     host.body(Body::CalloutReply, 0, size)
 }
 
+/// A stream property as text; one that is empty, not UTF-8 or that the
+/// host refuses to read reads as absent, like a header.
 fn text_property(host: &dyn Host, path: &[&str]) -> Option<String> {
     host.property(path)
-        .ok()
-        .flatten()
+        .unwrap_or_else(|e| {
+            host.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: property {} unreadable ({e:?})", path.join(".")),
+            );
+            None
+        })
         .and_then(|b| String::from_utf8(b).ok())
         .filter(|s| !s.is_empty())
 }

@@ -433,3 +433,29 @@ fn held_bytes_refused_at_the_last_chunk_are_counted_lost() {
         Some(&1)
     );
 }
+
+/// A property the host refuses to read reads as absent, and the refusal
+/// is logged (the stream matches no server by it).
+#[test]
+fn a_refused_property_reads_as_absent_and_is_logged() {
+    let config = r#"{"servers":[{"match":{"cluster":"c"},"toon":{"mode":"off"}}]}"#;
+    let response = table();
+    let script = Script {
+        properties: &[("xds.cluster_name", "c")],
+        ..Script::new(CALL, "application/json", &response)
+    };
+    let matched = script.play(settings(config), &mut trimmed);
+    assert_eq!(matched.response_sent, response, "mode off on cluster c");
+    let t = Script {
+        refuse: HashSet::from([(Call::Property, usize::MAX)]),
+        ..script
+    }
+    .play(settings(config), &mut trimmed);
+    assert_ne!(t.response_sent, response, "no cluster: the default applies");
+    let logs = t.host.logs.borrow();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("property xds.cluster_name unreadable")),
+        "{logs:?}"
+    );
+}
