@@ -300,6 +300,22 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// [`Settings::from_json`] on the configuration as a host delivers it:
+    /// bytes. JSON text is UTF-8 (RFC 8259 §8.1); other bytes are refused,
+    /// not repaired, since a replaced character could change a value.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ConfigError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ConfigError::new(
+                "",
+                format!(
+                    "not UTF-8 (invalid byte at offset {}); allowed: JSON text in UTF-8",
+                    e.valid_up_to()
+                ),
+            )
+        })?;
+        Self::from_json(text)
+    }
+
     /// Parses and validates the plugin configuration. An empty text (Envoy
     /// passes none when `configuration` is absent) means all defaults.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
