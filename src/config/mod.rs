@@ -131,6 +131,26 @@ pub struct StreamInfo {
     pub authority: Option<String>,
 }
 
+/// How long the parts of a request the plugin keeps may be. A client
+/// chooses them, and each block and decision of the response carries a
+/// copy of the id and the tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the id's JSON text.
+    pub id: usize,
+    pub tool: usize,
+    pub intent: usize,
+}
+
+impl Limits {
+    /// No limit (tests and the CLI's own captures).
+    pub const NONE: Limits = Limits {
+        id: usize::MAX,
+        tool: usize::MAX,
+        intent: usize::MAX,
+    };
+}
+
 impl Matcher {
     fn matches(&self, stream: &StreamInfo) -> bool {
         fn one(want: &Option<String>, have: &Option<String>) -> bool {
@@ -517,8 +537,8 @@ impl Settings {
     }
 
     /// How long the request parts the plugin keeps may be.
-    pub fn limits(&self) -> crate::mcp::Limits {
-        crate::mcp::Limits {
+    pub fn limits(&self) -> Limits {
+        Limits {
             id: self.max_id_bytes,
             tool: self.max_tool_name_bytes,
             intent: self.trim.max_intent_bytes,
