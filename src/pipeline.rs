@@ -20,8 +20,12 @@
 //! 5. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
-//! everything up to it and returns a [`Job`]; the host performs
-//! [`Job::callout`] (if any) and hands the reply to [`Job::finish`].
+//! everything up to it and returns a [`Job`]. The exchange
+//! ([`crate::exchange`]) hands [`Job::callout`] (if any) to the driver,
+//! which makes the call through its host, and gives the reply to
+//! [`Job::finish_keeping_original`] (the original body is kept for a host
+//! that refuses the new one). [`Job::finish`] and [`process_response`] run
+//! the rest with no page store and no endpoint: the unit tests' way in.
 //!
 //! A trimmed block says so on its first line (trim's note, [`trim::header`]):
 //! on the marker line when TOON encodes the extraction, on a line of its own
@@ -247,7 +251,8 @@ struct TrimPlan {
     intent: String,
 }
 
-/// A response body between [`start`] and [`Job::finish`].
+/// A response body between [`start`] and the end of its stages
+/// ([`Job::finish_keeping_original`]).
 #[derive(Debug)]
 pub struct Job {
     body: String,
@@ -264,8 +269,9 @@ pub struct Job {
     listed: Vec<Listed>,
 }
 
-/// Runs the stages over one response body without an LLM endpoint (the CLI,
-/// the component): a planned trim is recorded as unavailable.
+/// Runs the stages over one response body without an LLM endpoint or a
+/// page store (the unit tests; the hosts go through the driver): a planned
+/// trim is recorded as unavailable.
 pub fn process_response(
     settings: &Settings,
     scope: ServerScope,
@@ -449,7 +455,7 @@ fn read(
 }
 
 impl Job {
-    /// The HTTP call the host should make before [`Job::finish`], if any.
+    /// The HTTP call the host should make before the job finishes, if any.
     pub fn callout(&self) -> Option<&trim::LlmRequest> {
         self.trim.as_ref().map(|t| &t.request)
     }
@@ -495,8 +501,8 @@ impl Job {
     }
 
     /// Goes on without the callout (the stream could not wait for it):
-    /// its blocks are counted under `reason`, and [`Job::finish`] then
-    /// leaves them as clean left them.
+    /// its blocks are counted under `reason`, and finishing then leaves
+    /// them as clean left them.
     pub fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
         if let Some(plan) = self.trim.take() {
             for &i in &plan.blocks {
@@ -658,7 +664,7 @@ pub fn final_items(
     )
 }
 
-/// Stage 2 planning: which blocks the one callout covers.
+/// Stage 3 planning, trim: which blocks the one callout covers.
 fn plan_trim(
     settings: &Settings,
     blocks: &[Block],
@@ -724,6 +730,8 @@ fn plan_trim(
     })
 }
 
+/// Stage 3, trim: the callout's reply (or its absence) applied to the
+/// blocks it covers; each is trimmed or passes, counted.
 fn apply_trim(
     settings: &Settings,
     blocks: &mut [Block],
@@ -772,7 +780,7 @@ fn apply_trim(
     }
 }
 
-/// Stage 3: TOON. The block it replaces is the text as the earlier stages
+/// Stage 4, TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
 /// sent, once an earlier stage changed it). A trimmed block's note goes on
 /// the emission's marker line (a line of its own for bare TOON); with a

@@ -12,9 +12,13 @@
 //! only while paused. Envoy counts a paused body against the listener's
 //! `per_connection_buffer_limit_bytes` and resets a stream whose buffered
 //! body passes it, so the driver leaves a paused buffer empty while it
-//! waits, and writes into one at most `max_body_bytes` at a time unless the
-//! body has ended (the operator keeps `max_body_bytes` at or below that
-//! limit; README "Buffering and Envoy's buffer limit").
+//! waits (bytes the core let go wait in the driver's backlog, the rest in
+//! the core) and fills it in one write when the direction goes on. The driver does not bound that write:
+//! the core does, by what it holds — `max_body_bytes` for a collected JSON
+//! body, or `paging.max_result_bytes` when the request calls a tool with a
+//! budget (its result is cut; `Exchange::response_limit`), and
+//! `trim.max_queued_bytes` for an event and those queued behind its
+//! callout (README "Buffering and Envoy's buffer limit").
 //!
 //! Nothing is lost on the driver's side of the host:
 //! - a body ends at its JSON value's closing bracket or its last SSE event,

@@ -511,9 +511,10 @@ impl Exchange {
     }
 
     /// Keeps the decision record of a long-lived stream bounded: of the
-    /// first `counted` decisions (those the host has already counted),
-    /// drops the oldest beyond the last [`RECORD_DECISIONS`]. Returns how
-    /// many went, so the host can move its count back.
+    /// first `counted` decisions (those the driver has already counted,
+    /// `src/driver/record.rs`), drops the oldest beyond the last
+    /// [`RECORD_DECISIONS`]. Returns how many went, so the driver can move
+    /// its count back.
     pub fn forget_counted(&mut self, counted: usize) -> usize {
         let excess = self.report.decisions.len().saturating_sub(RECORD_DECISIONS);
         let n = excess.min(counted);
