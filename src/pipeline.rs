@@ -129,6 +129,8 @@ impl Block {
         self.changed = true;
     }
 
+    /// The decision that the block passed `stage` unchanged, for `reason`;
+    /// later stages still see it.
     fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
         let n = self.text.len();
         self.decision(stage, Outcome::Passthrough(reason), n, n, true)
