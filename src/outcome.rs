@@ -238,6 +238,11 @@ reasons! {
     /// while the plugin held bytes of an unfinished message: they went with
     /// the stream.
     LostAtReset => "lost_at_reset",
+    /// The host refused a body write, then refused again to take back the
+    /// bytes the plugin held, at its last chance (the last chunk, trailers,
+    /// a callout reply): they were dropped; what the host's own buffer held
+    /// went on.
+    LostAtRefusal => "lost_at_refusal",
     /// Budget: the notice alone fills the budget; the result passes whole.
     BudgetTooSmall => "budget_too_small",
     /// Budget: the pages of a cut result could not be kept in this

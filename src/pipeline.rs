@@ -20,234 +20,56 @@
 //! 5. each changed string is spliced back at its byte span.
 //!
 //! Trim needs an HTTP call, which only the host can make: [`start`] runs
-//! everything up to it and returns a [`Job`]; the host performs
-//! [`Job::callout`] (if any) and hands the reply to [`Job::finish`].
+//! everything up to it and returns a [`Job`]. The exchange
+//! ([`crate::exchange`]) hands [`Job::callout`] (if any) to the driver,
+//! which makes the call through its host, and gives the reply to
+//! [`Job::finish_keeping_original`] (the original body is kept for a host
+//! that refuses the new one). [`Job::finish`] and [`process_response`] run
+//! the rest with no page store and no endpoint: the unit tests' way in.
 //!
-//! A trimmed block says so on its first line (trim's note, [`trim::header`]):
-//! on the marker line when TOON encodes the extraction, on a line of its own
-//! otherwise — TOON decides on the extraction alone, and the note costs the
-//! same either way. With `marker_key` the first line of a block that has a
-//! header line ends with its tag ([`crate::tag`]), written last, over the
-//! final text.
+//! The order is here: [`start`] (via `read`) pairs messages with calls,
+//! annotates listings, cleans, projects and plans the trim;
+//! [`Job::finish_keeping_original`] applies the trim, runs TOON and each
+//! block's last steps (`Job::stages`), the budget's cut and the page tool's
+//! listing entry, then splices. What a step does sits beside it: a block's
+//! own steps in `block.rs`, trim's plan and reply in `trim.rs`, listings in
+//! `listing.rs`, the cut and the page tool in `budget.rs`.
+//!
+//! A trimmed block says so on its first line (trim's note,
+//! [`stage::trim::header`]): on the marker line when TOON encodes the
+//! extraction, on a line of its own otherwise — TOON decides on the
+//! extraction alone, and the note costs the same either way. With
+//! `marker_key` the first line of a block that has a header line ends with
+//! its tag ([`crate::tag`]), written last, over the final text.
 
 use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Header, Mode, Policy, ServerScope, Settings};
-use crate::intent;
-use crate::marker::MARKER_PREFIX;
+use crate::config::{Header, ServerScope, Settings};
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
 use crate::shared::SessionStore;
+use crate::stage;
 use crate::stage::clean::{self, Framing};
-use crate::stage::project::{self, Query, Refusal};
-use crate::stage::{self, trim};
 
+mod block;
 mod budget;
+mod listing;
+mod trim;
+
+use block::Block;
 pub use budget::{page_tool, PageContext};
+pub use listing::DECODE_HINT;
+use trim::TrimPlan;
+
 /// One tool of a listing: its name and which of the plugin's arguments its
 /// own schema declares (none: the tool does not).
 pub type Listed = (String, Vec<String>);
 
-/// Sentence appended to tool descriptions with `annotate_tools`.
-pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
-
-/// One text block on its way through the stages.
-#[derive(Debug)]
-struct Block {
-    /// Span of the block's JSON string literal in the body.
-    span: Range<usize>,
-    text: String,
-    changed: bool,
-    id: String,
-    tool: Option<String>,
-    index: usize,
-    policy: Policy,
-    /// The text is a TOON emission (with the policy's header).
-    encoded: bool,
-    /// An LLM rewrote the block.
-    trimmed: bool,
-    /// The budget step wrote the block's result already.
-    written: bool,
-    /// The result carries `structuredContent`.
-    structured: bool,
-    /// The call declared an intent past `trim.max_intent_bytes`.
-    intent_too_long: bool,
-    /// Trimmed: the note its first line carries (with the tag placeholder
-    /// when a marker key is set).
-    trim_note: Option<String>,
-    /// The first line ends with the tag placeholder: sign it last.
-    tagged: bool,
-    /// The agent's JMESPath query, until the project stage takes it.
-    query: Option<String>,
-    /// The query replaced the text: no trim on top of it.
-    queried: bool,
-    /// A query that could not apply: the line appended last.
-    note: Option<String>,
-}
-
-impl Block {
-    fn decision(
-        &self,
-        stage: Stage,
-        outcome: Outcome,
-        before: usize,
-        after: usize,
-        lossless: bool,
-    ) -> Decision {
-        Decision {
-            stage,
-            outcome,
-            id: Some(self.id.clone()),
-            tool: self.tool.clone(),
-            block: Some(self.index),
-            bytes_before: before,
-            bytes_after: after,
-            lossless,
-            transform: None,
-        }
-    }
-
-    /// A stage replaced the block's text: record it with the sizes before
-    /// and after, then take the new text.
-    fn rewrite(
-        &mut self,
-        stage: Stage,
-        outcome: Outcome,
-        text: String,
-        lossless: bool,
-        report: &mut Report,
-    ) {
-        report.push(self.decision(stage, outcome, self.text.len(), text.len(), lossless));
-        self.text = text;
-        self.changed = true;
-    }
-
-    fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
-        let n = self.text.len();
-        self.decision(stage, Outcome::Passthrough(reason), n, n, true)
-    }
-
-    /// Stage 1, clean: each transform that changed the block is recorded.
-    fn clean(&mut self, report: &mut Report) {
-        let cleaned = clean::clean(&self.text, &self.policy.clean);
-        if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
-            report.push(self.passthrough(Stage::Clean, reason));
-        }
-        for a in &cleaned.applied {
-            report.push(self.applied(a));
-        }
-        if let Some(text) = cleaned.text {
-            self.text = text;
-            self.changed = true;
-        }
-    }
-
-    fn applied(&self, a: &clean::Applied) -> Decision {
-        let outcome = Outcome::Cleaned;
-        Decision {
-            transform: Some(a.transform.name()),
-            ..self.decision(
-                Stage::Clean,
-                outcome,
-                a.bytes_before,
-                a.bytes_after,
-                a.transform.lossless(),
-            )
-        }
-    }
-
-    /// A trimmed block whose note TOON did not take onto its marker line
-    /// gets it as a line of its own.
-    fn note_line(&mut self, keyed: bool) {
-        if let Some(note) = self.trim_note.take() {
-            self.text = format!("{note}\n{}", self.text);
-            self.tagged = keyed;
-        }
-    }
-
-    /// Last of all, with a marker key: the tag over the final text.
-    fn sign(&mut self, key: &str) {
-        if !self.tagged {
-            return;
-        }
-        if let Some(signed) = crate::tag::sign(&self.text, key.as_bytes()) {
-            self.text = signed;
-        }
-    }
-
-    /// Stage 2, project: the operator's rules, then the agent's query.
-    fn project(&mut self, settings: &Settings, report: &mut Report) {
-        if !self.policy.project.rules.is_empty() {
-            match project::rules::apply(&self.text, &self.policy.project.rules) {
-                Ok(text) => self.rewrite(Stage::Project, Outcome::Projected, text, false, report),
-                Err(reason) => report.push(self.passthrough(Stage::Project, reason)),
-            }
-        }
-        let Some(query) = self.query.take() else {
-            return;
-        };
-        let result = if self.policy.project.queries {
-            Query::parse(&query, settings.project.max_query_bytes).and_then(|q| q.apply(&self.text))
-        } else {
-            Err(Refusal {
-                reason: Reason::QueryOff,
-                detail: "queries are off for this tool".into(),
-            })
-        };
-        match result {
-            Ok(text) => {
-                self.rewrite(Stage::Project, Outcome::Queried, text, false, report);
-                self.queried = true;
-            }
-            Err(refusal) => {
-                report.push(self.passthrough(Stage::Project, refusal.reason));
-                self.note = Some(project::note(&refusal));
-            }
-        }
-    }
-
-    /// Last, the `max_text_bytes` cap on whatever the block became, with
-    /// room left for a query's note, which then goes at the very end.
-    fn cap(&mut self, encoded: bool, report: &mut Report) {
-        let note = self.note.take();
-        let reserve = note.as_ref().map_or(0, String::len);
-        let max = match self.policy.clean.max_text_bytes {
-            0 => 0,
-            m => m.saturating_sub(reserve).max(1),
-        };
-        let framing = if encoded {
-            Framing::Toon(self.policy.toon.header)
-        } else {
-            Framing::Text
-        };
-        let capped = clean::cap(&self.text, max, framing);
-        if let Some(a) = capped.applied(self.text.len()) {
-            report.push(self.applied(&a));
-        }
-        if let clean::Capped::Cut { text, .. } = capped {
-            self.text = text;
-            self.changed = true;
-        }
-        if let Some(note) = note {
-            self.text.push_str(&note);
-            self.changed = true;
-        }
-    }
-}
-
-#[derive(Debug)]
-struct TrimPlan {
-    /// Positions in `Job::blocks`.
-    blocks: Vec<usize>,
-    request: trim::LlmRequest,
-    /// The caller's intent, for the trimmed blocks' note.
-    intent: String,
-}
-
-/// A response body between [`start`] and [`Job::finish`].
+/// A response body between [`start`] and the end of its stages
+/// ([`Job::finish_keeping_original`]).
 #[derive(Debug)]
 pub struct Job {
     body: String,
@@ -264,8 +86,9 @@ pub struct Job {
     listed: Vec<Listed>,
 }
 
-/// Runs the stages over one response body without an LLM endpoint (the CLI,
-/// the component): a planned trim is recorded as unavailable.
+/// Runs the stages over one response body without an LLM endpoint or a
+/// page store (the unit tests; the hosts go through the driver): a planned
+/// trim is recorded as unavailable.
 pub fn process_response(
     settings: &Settings,
     scope: ServerScope,
@@ -424,11 +247,11 @@ fn read(
                 .result
                 .and_then(|r| serde_json::from_str::<&RawValue>(r).ok());
             if let Some(result) = result {
-                listing(settings, scope, body, call, result, &mut edits, report);
+                listing::listing(settings, scope, body, call, result, &mut edits, report);
                 if settings.paging_anywhere() {
                     listings.extend(Edits::span_of(body, result));
                 }
-                listed.extend(declaring(settings, scope, result));
+                listed.extend(listing::declaring(settings, scope, result));
             }
         }
     }
@@ -436,7 +259,7 @@ fn read(
         block.clean(report);
         block.project(settings, report);
     }
-    let trim = plan_trim(settings, &blocks, &intents, report, random);
+    let trim = trim::plan_trim(settings, &blocks, &intents, report, random);
     Some(Found {
         edits,
         blocks,
@@ -449,8 +272,8 @@ fn read(
 }
 
 impl Job {
-    /// The HTTP call the host should make before [`Job::finish`], if any.
-    pub fn callout(&self) -> Option<&trim::LlmRequest> {
+    /// The HTTP call the host should make before the job finishes, if any.
+    pub fn callout(&self) -> Option<&stage::trim::LlmRequest> {
         self.trim.as_ref().map(|t| &t.request)
     }
 
@@ -460,7 +283,7 @@ impl Job {
     pub fn finish(
         self,
         settings: &Settings,
-        reply: Option<&trim::LlmReply>,
+        reply: Option<&stage::trim::LlmReply>,
         report: &mut Report,
     ) -> Output {
         let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
@@ -479,7 +302,7 @@ impl Job {
     pub fn finish_with<H: SessionStore + ?Sized>(
         self,
         settings: &Settings,
-        reply: Option<&trim::LlmReply>,
+        reply: Option<&stage::trim::LlmReply>,
         toon: &mut stage::toon::Budget,
         cx: &mut PageContext<'_, H>,
         report: &mut Report,
@@ -495,8 +318,8 @@ impl Job {
     }
 
     /// Goes on without the callout (the stream could not wait for it):
-    /// its blocks are counted under `reason`, and [`Job::finish`] then
-    /// leaves them as clean left them.
+    /// its blocks are counted under `reason`, and finishing then leaves
+    /// them as clean left them.
     pub fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
         if let Some(plan) = self.trim.take() {
             for &i in &plan.blocks {
@@ -522,13 +345,13 @@ impl Job {
     pub fn finish_keeping_original<H: SessionStore + ?Sized>(
         mut self,
         settings: &Settings,
-        reply: Option<&trim::LlmReply>,
+        reply: Option<&stage::trim::LlmReply>,
         toon: &mut stage::toon::Budget,
         cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
         if let Some(plan) = self.trim.take() {
-            apply_trim(settings, &mut self.blocks, &plan, reply, report);
+            trim::apply_trim(settings, &mut self.blocks, &plan, reply, report);
         }
         self.stages(settings, toon, report);
         budget::apply(
@@ -666,121 +489,7 @@ pub fn final_items(
     )
 }
 
-/// Stage 2 planning: which blocks the one callout covers.
-fn plan_trim(
-    settings: &Settings,
-    blocks: &[Block],
-    intents: &[Option<String>],
-    report: &mut Report,
-    random: &mut dyn FnMut(&mut [u8]) -> bool,
-) -> Option<TrimPlan> {
-    let t = &settings.trim;
-    let mut eligible = Vec::new();
-    for (i, (block, intent)) in blocks.iter().zip(intents).enumerate() {
-        if !block.policy.trim || (t.blocks == crate::config::TrimBlocks::First && block.index != 0)
-        {
-            continue;
-        }
-        let reason = if block.queried {
-            Some(Reason::TrimQueryApplied)
-        } else if intent.is_none() && block.intent_too_long {
-            Some(Reason::TrimIntentTooLong)
-        } else if intent.is_none() {
-            Some(Reason::TrimNoIntent)
-        } else if block.text.len() <= t.threshold_bytes {
-            Some(Reason::TrimBelowThreshold)
-        } else if block.structured {
-            // Trimming `content` alone would leave it contradicting
-            // `structuredContent`, and trimming that would break the
-            // tool's `outputSchema` (MCP 2025-06-18 "Structured Content").
-            Some(Reason::TrimStructuredContent)
-        } else {
-            None
-        };
-        match reason {
-            Some(r) => report.push(block.passthrough(Stage::Trim, r)),
-            None => eligible.push(i),
-        }
-    }
-    // One callout per response, for one call's blocks.
-    let first = *eligible.first()?;
-    let id = &blocks.get(first)?.id;
-    let same_call: Vec<usize> = eligible
-        .into_iter()
-        .filter(|&i| blocks.get(i).is_some_and(|b| &b.id == id))
-        .collect();
-    let chosen = trim::select(t.blocks, &same_call);
-    let intent = intents.get(first)?.as_deref()?;
-    let mut bytes = [0u8; trim::BOUNDARY_BYTES];
-    if !random(&mut bytes) {
-        // Without unguessable boundaries the output could forge a part.
-        for &i in &chosen {
-            if let Some(block) = blocks.get(i) {
-                report.push(block.passthrough(Stage::Trim, Reason::TrimUnavailable));
-            }
-        }
-        return None;
-    }
-    let texts: Vec<&str> = chosen
-        .iter()
-        .filter_map(|&i| blocks.get(i).map(|b| b.text.as_str()))
-        .collect();
-    Some(TrimPlan {
-        request: trim::build_request(t, intent, &texts, &trim::boundary(&bytes)),
-        intent: intent.to_string(),
-        blocks: chosen,
-    })
-}
-
-fn apply_trim(
-    settings: &Settings,
-    blocks: &mut [Block],
-    plan: &TrimPlan,
-    reply: Option<&trim::LlmReply>,
-    report: &mut Report,
-) {
-    let parsed = match reply {
-        Some(r) => trim::parse_reply(r, settings.trim.timeout_ms, plan.blocks.len()),
-        None => Err(Reason::TrimUnavailable),
-    };
-    let mut note = trim::header(&plan.intent, &settings.trim.intent_argument);
-    if !settings.marker_key.is_empty() {
-        note.push_str(&crate::tag::placeholder());
-    }
-    for (k, &i) in plan.blocks.iter().enumerate() {
-        let Some(block) = blocks.get_mut(i) else {
-            continue;
-        };
-        let extracted = match &parsed {
-            Ok(parts) => parts
-                .get(k)
-                .map(String::as_str)
-                .ok_or(Reason::TrimMalformed),
-            Err(r) => Err(*r),
-        };
-        match extracted.and_then(|e| trim::guard(&block.text, e, &note).map(|()| e)) {
-            Ok(e) => {
-                // Recorded with its note: the size it reaches the agent at
-                // unless TOON encodes it.
-                let after = note.len() + 1 + e.len();
-                report.push(block.decision(
-                    Stage::Trim,
-                    Outcome::Trimmed,
-                    block.text.len(),
-                    after,
-                    false,
-                ));
-                block.text = e.to_string();
-                block.changed = true;
-                block.trim_note = Some(note.clone());
-                block.trimmed = true;
-            }
-            Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
-        }
-    }
-}
-
-/// Stage 3: TOON. The block it replaces is the text as the earlier stages
+/// Stage 4, TOON. The block it replaces is the text as the earlier stages
 /// left it, and on the wire its string literal as sent (or as it would be
 /// sent, once an earlier stage changed it). A trimmed block's note goes on
 /// the emission's marker line (a line of its own for bare TOON); with a
@@ -919,153 +628,6 @@ fn tool_call_blocks(
         });
     }
     blocks
-}
-
-/// `tools/list`: the decode hint (`annotate_tools`), the intent argument
-/// (`trim.advertise_intent`) and the query argument (`project.queries`),
-/// per tool as its policy says.
-fn listing(
-    settings: &Settings,
-    scope: ServerScope,
-    base: &str,
-    call: &Call,
-    result: &RawValue,
-    edits: &mut Edits,
-    report: &mut Report,
-) {
-    if settings.annotate_tools {
-        annotate(settings, scope, base, call, result, edits, report);
-    }
-    if settings.stripped_arguments().is_empty() {
-        return;
-    }
-    let Some(tools) = mcp::tool_entries(result) else {
-        return;
-    };
-    for (index, tool) in tools.iter().enumerate() {
-        let Some(name) = tool.name.as_deref() else {
-            continue;
-        };
-        let args = intent::advertised(settings, &settings.policy(scope, Some(name)));
-        if args.is_empty() {
-            continue;
-        }
-        for _ in intent::advertise(base, tool, &args, edits) {
-            report.push(Decision {
-                stage: Stage::Advertise,
-                outcome: Outcome::Annotated,
-                id: Some(call.id.clone()),
-                tool: Some(name.to_string()),
-                block: Some(index),
-                bytes_before: 0,
-                bytes_after: 0,
-                lossless: false,
-                transform: None,
-            });
-        }
-    }
-}
-
-/// The tools of a listing the plugin takes an argument from (those that
-/// trim, and every tool where queries are on anywhere: the query argument
-/// is taken from every call), with the plugin's arguments their own schema
-/// declares.
-fn declaring(settings: &Settings, scope: ServerScope, result: &RawValue) -> Vec<Listed> {
-    let intent = (settings.trim_anywhere() && settings.trim.advertise_intent)
-        .then_some(settings.trim.intent_argument.as_str());
-    let query = settings
-        .queries_anywhere()
-        .then_some(settings.project.query_argument.as_str());
-    if intent.is_none() && query.is_none() {
-        return Vec::new();
-    }
-    mcp::tool_entries(result)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|tool| {
-            let name = tool.name.as_deref()?;
-            let intent = intent.filter(|_| settings.policy(scope, Some(name)).trim);
-            if intent.is_none() && query.is_none() {
-                return None;
-            }
-            let own = [intent, query]
-                .into_iter()
-                .flatten()
-                .filter(|arg| intent::declares(tool, arg))
-                .map(str::to_string)
-                .collect();
-            Some((name.to_string(), own))
-        })
-        .collect()
-}
-
-fn annotate(
-    settings: &Settings,
-    scope: ServerScope,
-    base: &str,
-    call: &Call,
-    result: &RawValue,
-    edits: &mut Edits,
-    report: &mut Report,
-) {
-    let Some(tools) = mcp::tool_entries(result) else {
-        return;
-    };
-    for (index, tool) in tools.iter().enumerate() {
-        let Some(name) = tool.name.as_deref() else {
-            continue;
-        };
-        if settings.policy(scope, Some(name)).toon.mode == Mode::Off {
-            continue;
-        }
-        let (changed, before, after) = match tool.description {
-            Some(raw) => {
-                let Ok(old) = serde_json::from_str::<String>(raw.get()) else {
-                    continue;
-                };
-                if old.contains(MARKER_PREFIX) {
-                    continue;
-                }
-                let new = if old.is_empty() {
-                    DECODE_HINT.to_string()
-                } else {
-                    format!("{old} {DECODE_HINT}")
-                };
-                let Ok(literal) = serde_json::to_string(&new) else {
-                    continue;
-                };
-                (edits.replace(base, raw, literal), old.len(), new.len())
-            }
-            None => {
-                // No description: add one just before the object's closing
-                // brace (an MCP Tool always has `name`, so a comma fits).
-                let Some(span) = Edits::span_of(base, tool.raw) else {
-                    continue;
-                };
-                let Ok(literal) = serde_json::to_string(DECODE_HINT) else {
-                    continue;
-                };
-                edits.insert(
-                    span.end.saturating_sub(1),
-                    format!(",\"description\":{literal}"),
-                );
-                (true, 0, DECODE_HINT.len())
-            }
-        };
-        if changed {
-            report.push(Decision {
-                stage: Stage::Annotate,
-                outcome: Outcome::Annotated,
-                id: Some(call.id.clone()),
-                tool: Some(name.to_string()),
-                block: Some(index),
-                bytes_before: before,
-                bytes_after: after,
-                lossless: false,
-                transform: None,
-            });
-        }
-    }
 }
 
 #[cfg(test)]

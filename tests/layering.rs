@@ -7,7 +7,8 @@
 //!
 //! - only the proxy-wasm adapter (`src/adapter/`) knows proxy-wasm;
 //! - configuration is below everything that uses it: `src/config/` reaches
-//!   no stage, pipeline, exchange, driver or host;
+//!   no MCP message model, intent, page, stage, pipeline, exchange, driver
+//!   or host;
 //! - stages are below the pipeline: `src/stage/` reaches no pipeline,
 //!   exchange, driver or host;
 //! - the generic TOON path does not use the fast one (the dispatch in
@@ -93,6 +94,9 @@ fn the_layers_hold() {
     broken.extend(forbid(
         &under("config"),
         &[
+            "crate::mcp",
+            "crate::intent",
+            "crate::page",
             "crate::stage",
             "crate::pipeline",
             "crate::exchange",

@@ -33,7 +33,7 @@ impl Root {
                 }
             }
         };
-        match Settings::from_json(&String::from_utf8_lossy(&bytes)) {
+        match Settings::from_bytes(&bytes) {
             Ok(settings) => {
                 self.settings = Arc::new(settings);
                 self.metrics = Rc::new(Metrics::define());

@@ -131,6 +131,26 @@ pub struct StreamInfo {
     pub authority: Option<String>,
 }
 
+/// How long the parts of a request the plugin keeps may be. A client
+/// chooses them, and each block and decision of the response carries a
+/// copy of the id and the tool name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of the id's JSON text.
+    pub id: usize,
+    pub tool: usize,
+    pub intent: usize,
+}
+
+impl Limits {
+    /// No limit (tests and the CLI's own captures).
+    pub const NONE: Limits = Limits {
+        id: usize::MAX,
+        tool: usize::MAX,
+        intent: usize::MAX,
+    };
+}
+
 impl Matcher {
     fn matches(&self, stream: &StreamInfo) -> bool {
         fn one(want: &Option<String>, have: &Option<String>) -> bool {
@@ -300,6 +320,22 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// [`Settings::from_json`] on the configuration as a host delivers it:
+    /// bytes. JSON text is UTF-8 (RFC 8259 §8.1); other bytes are refused,
+    /// not repaired, since a replaced character could change a value.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ConfigError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            ConfigError::new(
+                "",
+                format!(
+                    "not UTF-8 (invalid byte at offset {}); allowed: JSON text in UTF-8",
+                    e.valid_up_to()
+                ),
+            )
+        })?;
+        Self::from_json(text)
+    }
+
     /// Parses and validates the plugin configuration. An empty text (Envoy
     /// passes none when `configuration` is absent) means all defaults.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
@@ -501,8 +537,8 @@ impl Settings {
     }
 
     /// How long the request parts the plugin keeps may be.
-    pub fn limits(&self) -> crate::mcp::Limits {
-        crate::mcp::Limits {
+    pub fn limits(&self) -> Limits {
+        Limits {
             id: self.max_id_bytes,
             tool: self.max_tool_name_bytes,
             intent: self.trim.max_intent_bytes,

@@ -504,3 +504,24 @@ fn project_section_defaults_overrides_and_refusals() {
     let e = err(&format!(r#"{{"project":{{"drop":[{}]}}}}"#, many.join(",")));
     assert_eq!(e.field, "project.drop");
 }
+
+/// Configuration bytes that are not UTF-8 are refused at load, naming the
+/// offset; they are never repaired into a configuration that runs.
+#[test]
+fn a_configuration_that_is_not_utf8_is_refused() {
+    let mut bytes = br#"{"toon":{"marker":"x"#.to_vec();
+    bytes.extend([0xff, b'"', b'}', b'}']);
+    let e = Settings::from_bytes(&bytes).unwrap_err();
+    assert_eq!(e.field, "");
+    assert!(
+        e.message.contains("not UTF-8") && e.message.contains("offset 20"),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("mcp-toon configuration: "), "{e}");
+    // A UTF-8 configuration reads as its text does; no bytes, all defaults.
+    assert!(Settings::from_bytes("{\"toon\":{\"mode\":\"off\"}}".as_bytes()).is_ok());
+    assert_eq!(
+        Settings::from_bytes(b"").unwrap().max_body_bytes,
+        Settings::default().max_body_bytes
+    );
+}

@@ -48,7 +48,7 @@ impl Driver {
                 );
             }
         };
-        let chunk = buffer.get(self.side(direction).kept..).unwrap_or_default();
+        let chunk = buffer.as_slice();
         let step = match direction {
             Direction::Request => self.exchange.request_chunk(chunk, end, &mut Shared(host)),
             Direction::Response => self.exchange.response_chunk(chunk, end, &mut Shared(host)),
@@ -170,9 +170,12 @@ impl Driver {
         let in_flight = self.callout.is_some();
         let side = self.side(direction);
         sent.prepend(std::mem::take(&mut side.backlog));
+        // Outside a body callback the bytes go in front of what the host's
+        // buffer holds: nothing when the core paused it (its chunks wait
+        // here, see `holds`), the host's own bytes after a refusal.
         let in_host = match site {
             Site::Body { size, .. } => size,
-            Site::Trailers | Site::Reply => side.kept,
+            Site::Trailers | Site::Reply => 0,
         };
         // A body callback always has a buffer; trailers and a reply have
         // one when the body is paused, and try otherwise (Envoy refuses: it
@@ -217,10 +220,8 @@ impl Driver {
             }
             return self.refuse(host, direction, site, sent.into_original());
         }
-        let side = self.side(direction);
-        side.kept = 0;
         if holds {
-            side.backlog = sent.bytes;
+            self.side(direction).backlog = sent.bytes;
         }
         self.go_on(host, direction, site, pause, in_flight)
     }
@@ -310,17 +311,18 @@ impl Driver {
     }
 
     /// After a refusal: puts what the core held in front of the host's
-    /// buffer, as soon as the host takes it.
+    /// buffer, as soon as the host takes it. Refused again where no later
+    /// callback comes (trailers, a callout reply, the last chunk): those
+    /// bytes are dropped, counted (`lost_at_refusal`).
     fn flush_refused(&mut self, host: &mut dyn Host, direction: Direction, site: Site) -> Action {
         let side = self.side(direction);
         let taken = side.backlog.is_empty()
             || host
                 .replace_body(direction.into(), 0, &side.backlog)
                 .is_ok();
-        if taken {
-            side.backlog.clear();
-        } else if !matches!(site, Site::Body { .. }) || side.ended {
-            // No later callback will take them.
+        // Refused where no later callback comes to take them.
+        let lost = !taken && (!matches!(site, Site::Body { .. }) || side.ended);
+        if taken || lost {
             side.backlog.clear();
         }
         let waiting = side.paused || side.trailers_waiting;
@@ -328,6 +330,9 @@ impl Driver {
         // Keep the host's bytes behind ours until it takes ours.
         side.paused = keep;
         side.trailers_waiting = false;
+        if lost {
+            self.exchange.record(Reason::LostAtRefusal);
+        }
         if keep {
             return Action::Pause;
         }

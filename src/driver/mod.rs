@@ -12,9 +12,13 @@
 //! only while paused. Envoy counts a paused body against the listener's
 //! `per_connection_buffer_limit_bytes` and resets a stream whose buffered
 //! body passes it, so the driver leaves a paused buffer empty while it
-//! waits, and writes into one at most `max_body_bytes` at a time unless the
-//! body has ended (the operator keeps `max_body_bytes` at or below that
-//! limit; README "Buffering and Envoy's buffer limit").
+//! waits (bytes the core let go wait in the driver's backlog, the rest in
+//! the core) and fills it in one write when the direction goes on. The driver does not bound that write:
+//! the core does, by what it holds — `max_body_bytes` for a collected JSON
+//! body, or `paging.max_result_bytes` when the request calls a tool with a
+//! budget (its result is cut; `Exchange::response_limit`), and
+//! `trim.max_queued_bytes` for an event and those queued behind its
+//! callout (README "Buffering and Envoy's buffer limit").
 //!
 //! Nothing is lost on the driver's side of the host:
 //! - a body ends at its JSON value's closing bracket or its last SSE event,
@@ -24,7 +28,8 @@
 //!   core held go in front of the host's buffer, as they came;
 //! - what the host cannot be given (trailers arriving after an unfinished
 //!   message with no buffer to write into, a stream reset while bytes are
-//!   held) is counted (`lost_at_trailers`, `lost_at_reset`).
+//!   held, a host that refuses to take them back at its last callback) is
+//!   counted (`lost_at_trailers`, `lost_at_reset`, `lost_at_refusal`).
 //!
 //! On the request path the driver also answers a page call without the
 //! server: the request's headers wait with its body, then the driver sends
@@ -125,10 +130,17 @@ fn read_reply(host: &dyn Host, size: usize) -> crate::host::HostResult<Vec<u8>> 
     host.body(Body::CalloutReply, 0, size)
 }
 
+/// A stream property as text; one that is empty, not UTF-8 or that the
+/// host refuses to read reads as absent, like a header.
 fn text_property(host: &dyn Host, path: &[&str]) -> Option<String> {
     host.property(path)
-        .ok()
-        .flatten()
+        .unwrap_or_else(|e| {
+            host.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: property {} unreadable ({e:?})", path.join(".")),
+            );
+            None
+        })
         .and_then(|b| String::from_utf8(b).ok())
         .filter(|s| !s.is_empty())
 }

@@ -23,9 +23,6 @@ pub(super) struct Side {
     pub paused: bool,
     /// The trailers callback paused for a callout reply.
     pub trailers_waiting: bool,
-    /// Bytes at the head of the host's buffer the core has already read
-    /// (left there when a refused write forced a pause).
-    pub kept: usize,
     /// Bytes decided but not in the host yet: they go first at the next
     /// chance.
     pub backlog: Vec<u8>,
@@ -36,7 +33,7 @@ pub(super) struct Side {
 impl Side {
     /// Nothing of this direction is paused or waiting to go.
     pub fn idle(&self) -> bool {
-        !self.paused && self.kept == 0 && self.backlog.is_empty()
+        !self.paused && self.backlog.is_empty()
     }
 
     /// The stream stopped (a reset) before this body ended, with `held`

@@ -387,3 +387,75 @@ fn a_query_is_taken_out_upstream_and_applied_downstream() {
         }
     }
 }
+
+/// A write refused at the last chunk, and the write that puts back the
+/// bytes the core held refused too: no later callback can take them, so
+/// they are dropped, counted, and what the host held goes on.
+#[test]
+fn held_bytes_refused_at_the_last_chunk_are_counted_lost() {
+    use std::rc::Rc;
+
+    use crate::driver::{Driver, MemoryHost, Vm};
+    use crate::host::Direction;
+
+    let response = table();
+    let (first, last) = response.split_at(200);
+    let mut driver = Driver::new(settings("{}"), Rc::new(Vm::default()));
+    let mut host = MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ]);
+    host.headers(&mut driver, Direction::Request, false);
+    host.body(&mut driver, Direction::Request, CALL, true);
+    host.respond(&[(":status", "200"), ("content-type", "application/json")]);
+    host.headers(&mut driver, Direction::Response, false);
+    host.body(&mut driver, Direction::Response, first, false);
+    assert!(host.sent(Direction::Response).is_empty(), "collected");
+    // The rewritten body's write, then the original's in its place.
+    let n = host.calls(Call::ReplaceBody);
+    host.refuse = HashSet::from([(Call::ReplaceBody, n), (Call::ReplaceBody, n + 1)]);
+    host.body(&mut driver, Direction::Response, last, true);
+    host.end(&mut driver);
+    assert_eq!(host.sent(Direction::Response), last);
+    assert_eq!(host.calls(Call::ReplaceBody), n + 2);
+    let reasons: Vec<Reason> = driver
+        .report()
+        .decisions
+        .iter()
+        .filter_map(|d| match d.outcome {
+            Outcome::Passthrough(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, vec![Reason::HostRefused, Reason::LostAtRefusal]);
+    assert_eq!(
+        host.counters.get("mcp_toon_passthrough_lost_at_refusal"),
+        Some(&1)
+    );
+}
+
+/// A property the host refuses to read reads as absent, and the refusal
+/// is logged (the stream matches no server by it).
+#[test]
+fn a_refused_property_reads_as_absent_and_is_logged() {
+    let config = r#"{"servers":[{"match":{"cluster":"c"},"toon":{"mode":"off"}}]}"#;
+    let response = table();
+    let script = Script {
+        properties: &[("xds.cluster_name", "c")],
+        ..Script::new(CALL, "application/json", &response)
+    };
+    let matched = script.play(settings(config), &mut trimmed);
+    assert_eq!(matched.response_sent, response, "mode off on cluster c");
+    let t = Script {
+        refuse: HashSet::from([(Call::Property, usize::MAX)]),
+        ..script
+    }
+    .play(settings(config), &mut trimmed);
+    assert_ne!(t.response_sent, response, "no cluster: the default applies");
+    let logs = t.host.logs.borrow();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("property xds.cluster_name unreadable")),
+        "{logs:?}"
+    );
+}

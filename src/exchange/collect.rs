@@ -7,7 +7,9 @@ use crate::json::{EndScanner, Progress};
 /// calling the plugin and resets the stream when that buffer passes
 /// `per_connection_buffer_limit_bytes`; a paused body cannot stop the next
 /// chunk landing on top. So the core takes every chunk out of Envoy's
-/// buffer and keeps it here, bounded by `max_body_bytes` plus one chunk.
+/// buffer and keeps it here, bounded by the stream's limit (`max_body_bytes`,
+/// more for a tool with a budget: `Exchange::response_limit`) plus one
+/// chunk.
 #[derive(Debug, Default)]
 pub(super) struct Collected {
     pub(super) bytes: Vec<u8>,
@@ -27,7 +29,7 @@ pub(super) enum Collecting {
     /// The JSON value closed (or the stream ended): the body, and the bytes
     /// after its value in the chunk.
     Closed(Vec<u8>, Vec<u8>),
-    /// Past `max_body_bytes`.
+    /// Past the limit [`Collected::push`] was given.
     TooLarge,
     /// Not one JSON object or array.
     NotOneValue,

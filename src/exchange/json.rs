@@ -33,7 +33,7 @@ impl Exchange {
                 };
                 // What was taken out goes back in front of this chunk,
                 // unchanged.
-                self.pass_through(reason);
+                self.pass_rest(reason);
                 let body = self.response_body.take_with(chunk);
                 let mut step = if kept {
                     Step::send(body)

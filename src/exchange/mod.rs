@@ -289,8 +289,10 @@ impl Exchange {
         }
     }
 
-    /// Records why the stream goes on unchanged from here, and stops.
-    fn pass_through(&mut self, reason: Reason) {
+    /// Records why the rest of the stream goes on unchanged, and is done
+    /// with it. (A block that passes one stage, while the stream goes on, is
+    /// the pipeline's `Block::passthrough`.)
+    fn pass_rest(&mut self, reason: Reason) {
         self.report.push(Decision::response(reason));
         self.phase = Phase::Done;
     }
@@ -346,7 +348,7 @@ impl Exchange {
             None
         };
         if let Some(r) = reason {
-            self.pass_through(r);
+            self.pass_rest(r);
             return ResponsePlan::Pass;
         }
         if media == "text/event-stream" {
@@ -393,7 +395,7 @@ impl Exchange {
     /// host refused): the body must keep its bytes.
     pub fn response_headers_refused(&mut self, reason: Reason) {
         self.stream = None;
-        self.pass_through(reason);
+        self.pass_rest(reason);
     }
 
     /// One chunk of the response body.
@@ -511,9 +513,10 @@ impl Exchange {
     }
 
     /// Keeps the decision record of a long-lived stream bounded: of the
-    /// first `counted` decisions (those the host has already counted),
-    /// drops the oldest beyond the last [`RECORD_DECISIONS`]. Returns how
-    /// many went, so the host can move its count back.
+    /// first `counted` decisions (those the driver has already counted,
+    /// `src/driver/record.rs`), drops the oldest beyond the last
+    /// [`RECORD_DECISIONS`]. Returns how many went, so the driver can move
+    /// its count back.
     pub fn forget_counted(&mut self, counted: usize) -> usize {
         let excess = self.report.decisions.len().saturating_sub(RECORD_DECISIONS);
         let n = excess.min(counted);

@@ -28,7 +28,7 @@ impl Exchange {
             || !is(head.content_type, "application/json")
             || head.end_of_stream
         {
-            self.pass_through(Reason::RequestNotJsonRpc);
+            self.pass_rest(Reason::RequestNotJsonRpc);
             return RequestPlan::default();
         }
         self.session_of(head.path);
@@ -80,7 +80,7 @@ impl Exchange {
                 } else {
                     Reason::RequestNotJsonRpc
                 };
-                self.pass_through(reason);
+                self.pass_rest(reason);
                 let body = self.request_body.take_with(chunk);
                 if swallowed {
                     Step::send(body)
@@ -149,7 +149,7 @@ impl Exchange {
                 .then_some(s.project.query_argument.as_str()),
         };
         let Some(mut info) = RequestInfo::read(body, declared, &s.limits()) else {
-            self.pass_through(Reason::RequestNotJsonRpc);
+            self.pass_rest(Reason::RequestNotJsonRpc);
             return None;
         };
         let strips = self.rewrites_request() && info.has_method(mcp::TOOLS_CALL);
@@ -182,7 +182,7 @@ impl Exchange {
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if !wanted {
             if info.skipped.is_empty() {
-                self.pass_through(Reason::NotToolsCall);
+                self.pass_rest(Reason::NotToolsCall);
             } else {
                 // The calls past a limit are counted already.
                 self.phase = Phase::Done;

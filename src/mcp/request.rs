@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::config::Limits;
 use crate::outcome::Reason;
 
 /// One request (not a notification: those have no id and no response).
@@ -39,26 +40,6 @@ pub struct RequestInfo {
     /// Requests the body carries that are not followed, and why (an id or
     /// tool name past its limit): their responses pass unchanged.
     pub skipped: Vec<Reason>,
-}
-
-/// How long the parts of a request the plugin keeps may be. A client
-/// chooses them, and each block and decision of the response carries a
-/// copy of the id and the tool name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Bytes of the id's JSON text.
-    pub id: usize,
-    pub tool: usize,
-    pub intent: usize,
-}
-
-impl Limits {
-    /// No limit (tests and the CLI's own captures).
-    pub const NONE: Limits = Limits {
-        id: usize::MAX,
-        tool: usize::MAX,
-        intent: usize::MAX,
-    };
 }
 
 /// [`RequestInfo::index`]: the calls of a request by id.
@@ -137,7 +118,8 @@ pub(crate) mod by_serde {
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
-    use super::{Call, Declared, Limits, RequestInfo};
+    use super::{Call, Declared, RequestInfo};
+    use crate::config::Limits;
     use crate::json::object;
     use crate::mcp::{id_key, messages, TOOLS_CALL};
     use crate::outcome::Reason;

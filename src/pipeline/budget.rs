@@ -59,8 +59,8 @@ pub struct PageContext<'a, H: SessionStore + ?Sized> {
     pub cluster: Option<&'a str>,
 }
 
-/// Cuts each result over its budget; returns the edits that rewrite their
-/// content arrays, and marks their blocks as written.
+/// Cuts each result over its budget: adds to `edits` those that rewrite
+/// their content arrays, and marks their blocks as written.
 pub(super) fn apply<H: SessionStore + ?Sized>(
     settings: &Settings,
     base: &str,

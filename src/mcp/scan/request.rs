@@ -21,7 +21,8 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{Field, Scanner};
-use crate::mcp::{id_key, Call, Declared, Limits, RequestInfo, TOOLS_CALL};
+use crate::config::Limits;
+use crate::mcp::{id_key, Call, Declared, RequestInfo, TOOLS_CALL};
 use crate::outcome::Reason;
 
 /// The calls of a request body (notifications, with no id, and messages

@@ -6,8 +6,9 @@
 //! one-byte mutation of a few bodies, and generated bodies (`generated`).
 
 use super::response as scan;
+use crate::config::Limits;
 use crate::mcp::request::by_serde::parse as by_serde_request;
-use crate::mcp::{parse_messages, text_items, tool_result, Declared, Limits};
+use crate::mcp::{parse_messages, text_items, tool_result, Declared};
 use crate::outcome::Reason;
 
 mod generated;

@@ -1,0 +1,196 @@
+//! One text block on its way through the stages, and what each stage does
+//! to it. The order they run in is the pipeline's ([`super`]).
+
+use std::ops::Range;
+
+use crate::config::{Policy, Settings};
+use crate::outcome::{Outcome, Reason, Stage};
+use crate::report::{Decision, Report};
+use crate::stage::clean::{self, Framing};
+use crate::stage::project::{self, Query, Refusal};
+
+/// One text block on its way through the stages.
+#[derive(Debug)]
+pub(super) struct Block {
+    /// Span of the block's JSON string literal in the body.
+    pub(super) span: Range<usize>,
+    pub(super) text: String,
+    pub(super) changed: bool,
+    pub(super) id: String,
+    pub(super) tool: Option<String>,
+    pub(super) index: usize,
+    pub(super) policy: Policy,
+    /// The text is a TOON emission (with the policy's header).
+    pub(super) encoded: bool,
+    /// An LLM rewrote the block.
+    pub(super) trimmed: bool,
+    /// The budget step wrote the block's result already.
+    pub(super) written: bool,
+    /// The result carries `structuredContent`.
+    pub(super) structured: bool,
+    /// The call declared an intent past `trim.max_intent_bytes`.
+    pub(super) intent_too_long: bool,
+    /// Trimmed: the note its first line carries (with the tag placeholder
+    /// when a marker key is set).
+    pub(super) trim_note: Option<String>,
+    /// The first line ends with the tag placeholder: sign it last.
+    pub(super) tagged: bool,
+    /// The agent's JMESPath query, until the project stage takes it.
+    pub(super) query: Option<String>,
+    /// The query replaced the text: no trim on top of it.
+    pub(super) queried: bool,
+    /// A query that could not apply: the line appended last.
+    pub(super) note: Option<String>,
+}
+
+impl Block {
+    pub(super) fn decision(
+        &self,
+        stage: Stage,
+        outcome: Outcome,
+        before: usize,
+        after: usize,
+        lossless: bool,
+    ) -> Decision {
+        Decision {
+            stage,
+            outcome,
+            id: Some(self.id.clone()),
+            tool: self.tool.clone(),
+            block: Some(self.index),
+            bytes_before: before,
+            bytes_after: after,
+            lossless,
+            transform: None,
+        }
+    }
+
+    /// A stage replaced the block's text: record it with the sizes before
+    /// and after, then take the new text.
+    pub(super) fn rewrite(
+        &mut self,
+        stage: Stage,
+        outcome: Outcome,
+        text: String,
+        lossless: bool,
+        report: &mut Report,
+    ) {
+        report.push(self.decision(stage, outcome, self.text.len(), text.len(), lossless));
+        self.text = text;
+        self.changed = true;
+    }
+
+    /// The decision that the block passed `stage` unchanged, for `reason`;
+    /// later stages still see it.
+    pub(super) fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
+        let n = self.text.len();
+        self.decision(stage, Outcome::Passthrough(reason), n, n, true)
+    }
+
+    /// Stage 1, clean: each transform that changed the block is recorded.
+    pub(super) fn clean(&mut self, report: &mut Report) {
+        let cleaned = clean::clean(&self.text, &self.policy.clean);
+        if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
+            report.push(self.passthrough(Stage::Clean, reason));
+        }
+        for a in &cleaned.applied {
+            report.push(self.applied(a));
+        }
+        if let Some(text) = cleaned.text {
+            self.text = text;
+            self.changed = true;
+        }
+    }
+
+    pub(super) fn applied(&self, a: &clean::Applied) -> Decision {
+        let outcome = Outcome::Cleaned;
+        Decision {
+            transform: Some(a.transform.name()),
+            ..self.decision(
+                Stage::Clean,
+                outcome,
+                a.bytes_before,
+                a.bytes_after,
+                a.transform.lossless(),
+            )
+        }
+    }
+
+    /// A trimmed block whose note TOON did not take onto its marker line
+    /// gets it as a line of its own.
+    pub(super) fn note_line(&mut self, keyed: bool) {
+        if let Some(note) = self.trim_note.take() {
+            self.text = format!("{note}\n{}", self.text);
+            self.tagged = keyed;
+        }
+    }
+
+    /// Last of all, with a marker key: the tag over the final text.
+    pub(super) fn sign(&mut self, key: &str) {
+        if !self.tagged {
+            return;
+        }
+        if let Some(signed) = crate::tag::sign(&self.text, key.as_bytes()) {
+            self.text = signed;
+        }
+    }
+
+    /// Stage 2, project: the operator's rules, then the agent's query.
+    pub(super) fn project(&mut self, settings: &Settings, report: &mut Report) {
+        if !self.policy.project.rules.is_empty() {
+            match project::rules::apply(&self.text, &self.policy.project.rules) {
+                Ok(text) => self.rewrite(Stage::Project, Outcome::Projected, text, false, report),
+                Err(reason) => report.push(self.passthrough(Stage::Project, reason)),
+            }
+        }
+        let Some(query) = self.query.take() else {
+            return;
+        };
+        let result = if self.policy.project.queries {
+            Query::parse(&query, settings.project.max_query_bytes).and_then(|q| q.apply(&self.text))
+        } else {
+            Err(Refusal {
+                reason: Reason::QueryOff,
+                detail: "queries are off for this tool".into(),
+            })
+        };
+        match result {
+            Ok(text) => {
+                self.rewrite(Stage::Project, Outcome::Queried, text, false, report);
+                self.queried = true;
+            }
+            Err(refusal) => {
+                report.push(self.passthrough(Stage::Project, refusal.reason));
+                self.note = Some(project::note(&refusal));
+            }
+        }
+    }
+
+    /// Last, the `max_text_bytes` cap on whatever the block became, with
+    /// room left for a query's note, which then goes at the very end.
+    pub(super) fn cap(&mut self, encoded: bool, report: &mut Report) {
+        let note = self.note.take();
+        let reserve = note.as_ref().map_or(0, String::len);
+        let max = match self.policy.clean.max_text_bytes {
+            0 => 0,
+            m => m.saturating_sub(reserve).max(1),
+        };
+        let framing = if encoded {
+            Framing::Toon(self.policy.toon.header)
+        } else {
+            Framing::Text
+        };
+        let capped = clean::cap(&self.text, max, framing);
+        if let Some(a) = capped.applied(self.text.len()) {
+            report.push(self.applied(&a));
+        }
+        if let clean::Capped::Cut { text, .. } = capped {
+            self.text = text;
+            self.changed = true;
+        }
+        if let Some(note) = note {
+            self.text.push_str(&note);
+            self.changed = true;
+        }
+    }
+}

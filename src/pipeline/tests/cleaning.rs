@@ -1,0 +1,111 @@
+use super::*;
+
+fn one(config: &str, tool: &str, text: &str) -> (Option<String>, Report) {
+    let s = Settings::from_json(config).unwrap();
+    let body = result_body("1", json!([{"type": "text", "text": text}]), "");
+    run(&s, &call_request("1", tool), &body)
+}
+
+fn text_of(out: &str) -> String {
+    let v: Value = serde_json::from_str(out).unwrap();
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn transforms(report: &Report) -> Vec<&'static str> {
+    report
+        .decisions
+        .iter()
+        .filter_map(|d| d.transform)
+        .collect()
+}
+
+#[test]
+fn pretty_table_is_compacted_then_toon_competes_with_the_compact_text() {
+    let rows: Vec<Value> = (0..30)
+        .map(|i| json!({"id": i, "name": format!("row {i}"), "note": null}))
+        .collect();
+    let pretty = serde_json::to_string_pretty(&Value::Array(rows)).unwrap();
+    let (out, report) = one("{}", "t", &pretty);
+    let text = text_of(&out.unwrap());
+    assert!(text.starts_with("[mcp-toon/v1]"));
+    assert_eq!(transforms(&report), vec!["compact_json"]);
+    let toon = report
+        .decisions
+        .iter()
+        .find(|d| d.stage == Stage::Toon)
+        .unwrap();
+    let compact = report
+        .decisions
+        .iter()
+        .find(|d| d.stage == Stage::Clean)
+        .unwrap();
+    assert_eq!(
+        toon.bytes_before, compact.bytes_after,
+        "TOON measured against the compact text"
+    );
+    assert!(compact.lossless && !report.decisions.iter().any(|d| !d.lossless));
+}
+
+#[test]
+fn per_tool_override_changes_the_outcome() {
+    let html = format!(
+        "<html><body><h1>Title</h1><p>{}</p><ul><li>a</li><li>b</li></ul></body></html>",
+        "text ".repeat(150)
+    );
+    // Off by default: an HTML file an agent edits keeps every byte.
+    let (out, report) = one("{}", "page", &html);
+    assert_eq!(out, None, "{report:?}");
+    assert!(transforms(&report).is_empty());
+    let (out, report) = one(
+        r#"{"tools":{"page":{"clean":{"html_to_markdown":true}}}}"#,
+        "page",
+        &html,
+    );
+    assert!(text_of(&out.unwrap()).starts_with("# Title"));
+    assert_eq!(transforms(&report)[0], "html_to_markdown");
+    let (out, _) = one(
+        r#"{"clean":{"html_to_markdown":true},"tools":{"page":{"clean":{"html_to_markdown":false}}}}"#,
+        "page",
+        &html,
+    );
+    assert_eq!(out, None);
+}
+
+#[test]
+fn cap_keeps_the_header_or_leaves_the_block_unencoded() {
+    let rows: Vec<Value> = (0..200)
+        .map(|i| json!({"id": i, "name": format!("row {i}")}))
+        .collect();
+    let table = Value::Array(rows).to_string();
+    let (out, report) = one(r#"{"clean":{"max_text_bytes":600}}"#, "t", &table);
+    let text = text_of(&out.unwrap());
+    assert!(
+        text.len() <= 600 && text.starts_with("[mcp-toon/v1]") && text.contains("[mcp-toon: cut "),
+        "{text}"
+    );
+    assert!(transforms(&report).contains(&"max_text_bytes"));
+    // Too small for the marker and a row: sent unencoded, cut as text.
+    let marker = format!("[mcp-toon/v1] {}", "TOON follows. ".repeat(20));
+    let config = format!(
+        r#"{{"clean":{{"max_text_bytes":256}},"toon":{{"header":"fence","marker":"{marker}"}}}}"#
+    );
+    let (out, report) = one(&config, "t", &table);
+    let text = text_of(&out.unwrap());
+    assert!(text.len() <= 256 && text.starts_with("[{"), "{text}");
+    assert!(report
+        .decisions
+        .iter()
+        .any(|d| d.outcome == Outcome::Passthrough(Reason::CapTooSmall)));
+}
+
+#[test]
+fn all_off_is_byte_identical() {
+    let config = r#"{"toon":{"mode":"off"},"clean":{"html_to_markdown":false,"strip_base64":false,"collapse_whitespace":false,"compact_json":false}}"#;
+    let pretty =
+        serde_json::to_string_pretty(&json!({"a": [1, 2, {"b": null}], "c": "x    y\n\n\n\nz"}))
+            .unwrap();
+    assert_eq!(one(config, "t", &pretty.repeat(20)).0, None);
+}
