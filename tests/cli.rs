@@ -562,7 +562,10 @@ fn measure_shows_what_a_budget_cuts() {
     assert_eq!(cut["lossless"], false);
     assert_eq!(cut["tokens_before"], uncut["tokens_before"]);
     let after = cut["tokens_after"].as_u64().unwrap();
-    assert!(after <= 500, "the first page and its notice fit the budget: {after}");
+    assert!(
+        after <= 500,
+        "the first page and its notice fit the budget: {after}"
+    );
     assert!(after > 250, "most of the budget is used: {after}");
 
     // A decision about the result as a whole has a row of its own (no

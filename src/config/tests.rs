@@ -563,7 +563,10 @@ mod readme {
 
     fn mentions(text: &str, names: &[String], what: &str) {
         for n in names {
-            assert!(text.contains(&format!("`{n}`")), "README {what} does not name `{n}`");
+            assert!(
+                text.contains(&format!("`{n}`")),
+                "README {what} does not name `{n}`"
+            );
         }
     }
 
@@ -603,7 +606,11 @@ mod readme {
         mentions(overrides, &fields(tool), "overrides");
         for name in ["trim", "project", "paging", "budget"] {
             let probe = format!(r#"{{"tools":{{"t":{{"{name}":{{"zz_unknown":1}}}}}}}}"#);
-            mentions(overrides, &fields(&probe), &format!("overrides ({name} patch)"));
+            mentions(
+                overrides,
+                &fields(&probe),
+                &format!("overrides ({name} patch)"),
+            );
         }
         let server = r#"{"servers":[{"match":{"route":"r"},"zz_unknown":1}]}"#;
         mentions(overrides, &fields(server), "overrides (servers[])");
@@ -639,12 +646,30 @@ mod readme {
         assert_eq!(s.paging, d.paging);
         assert_eq!(s.project, d.project);
         assert_eq!(
-            (s.max_body_bytes, s.max_event_bytes, s.max_id_bytes, s.max_tool_name_bytes),
-            (d.max_body_bytes, d.max_event_bytes, d.max_id_bytes, d.max_tool_name_bytes)
+            (
+                s.max_body_bytes,
+                s.max_event_bytes,
+                s.max_id_bytes,
+                s.max_tool_name_bytes
+            ),
+            (
+                d.max_body_bytes,
+                d.max_event_bytes,
+                d.max_id_bytes,
+                d.max_tool_name_bytes
+            )
         );
         assert_eq!(
-            (s.legacy_record_ttl_ms, &s.marker_key, s.strip_accept_encoding),
-            (d.legacy_record_ttl_ms, &d.marker_key, d.strip_accept_encoding)
+            (
+                s.legacy_record_ttl_ms,
+                &s.marker_key,
+                s.strip_accept_encoding
+            ),
+            (
+                d.legacy_record_ttl_ms,
+                &d.marker_key,
+                d.strip_accept_encoding
+            )
         );
         assert_eq!(
             (s.annotate_tools, s.hold_headers),

@@ -336,13 +336,19 @@ fn the_declaring_tools_record_at_its_limit() {
         let last = names.last().cloned().unwrap();
         let tools: Vec<Value> = names
             .iter()
-            .map(|n| json!({"name": n, "inputSchema": {"type": "object",
-                "properties": {"expected_info": {"type": "string"}}}}))
+            .map(|n| {
+                json!({"name": n, "inputSchema": {"type": "object",
+                "properties": {"expected_info": {"type": "string"}}}})
+            })
             .collect();
         let listing = json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": tools}}).to_string();
         let mut store = Store::default();
         let mut e = exchange(&format!(r#"{{"max_body_bytes":4194304,{}"#, &TRIM[1..]));
-        post(&mut e, br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#, &mut store);
+        post(
+            &mut e,
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+            &mut store,
+        );
         e.response_headers(head("application/json"), &mut store);
         e.response_chunk(listing.as_bytes(), true, &mut store);
         let counted = passthroughs(&e)
@@ -355,7 +361,11 @@ fn the_declaring_tools_record_at_its_limit() {
         let mut e = exchange(TRIM);
         let step = post(&mut e, &body, &mut store);
         let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
-        let kept = if full { json!({}) } else { json!({"expected_info": "x"}) };
+        let kept = if full {
+            json!({})
+        } else {
+            json!({"expected_info": "x"})
+        };
         assert_eq!(upstream["params"]["arguments"], kept, "{bytes} bytes");
     }
 }

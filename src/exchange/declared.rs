@@ -177,7 +177,11 @@ mod tests {
     fn a_record_of_exactly_the_limit_fits_and_one_byte_more_does_not() {
         let listed = listing_of(MAX_RECORD_BYTES);
         let mut record = Declared::new();
-        assert_eq!(merge(&mut record, &listed), 0, "at the limit: every tool recorded");
+        assert_eq!(
+            merge(&mut record, &listed),
+            0,
+            "at the limit: every tool recorded"
+        );
         assert_eq!(serde_json::to_vec(&record).unwrap().len(), MAX_RECORD_BYTES);
         assert_eq!(record.len(), listed.len());
 
@@ -185,7 +189,11 @@ mod tests {
         let last = listed.last_mut().unwrap();
         last.0.push('x');
         let mut record = Declared::new();
-        assert_eq!(merge(&mut record, &listed), 1, "one byte past: the last is not recorded");
+        assert_eq!(
+            merge(&mut record, &listed),
+            1,
+            "one byte past: the last is not recorded"
+        );
         assert_eq!(record.len(), listed.len() - 1);
         assert!(!record.contains_key(&listed.last().unwrap().0));
         assert!(serde_json::to_vec(&record).unwrap().len() < MAX_RECORD_BYTES);
@@ -202,6 +210,9 @@ mod tests {
         let longer = vec!["expected_info".to_string(), "x".to_string()];
         let mut replaced = record.clone();
         assert_eq!(merge(&mut replaced, &[(grown.0.clone(), longer)]), 1);
-        assert_eq!(replaced, record, "a member that would grow past the limit keeps its old value");
+        assert_eq!(
+            replaced, record,
+            "a member that would grow past the limit keeps its old value"
+        );
     }
 }

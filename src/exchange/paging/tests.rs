@@ -382,12 +382,18 @@ fn answer(settings: &Arc<Settings>, response: &[u8], with_length: bool) -> (Vec<
 fn max_result_bytes_holds_a_result_of_its_size_and_passes_a_larger_one_whole() {
     let response = result_body(3);
     let n = response.len();
-    assert!(n > 2048, "larger than max_body_bytes, so only the holding limit lets it be cut");
+    assert!(
+        n > 2048,
+        "larger than max_body_bytes, so only the holding limit lets it be cut"
+    );
     for with_length in [true, false] {
         let at = settings(&format!(r#""max_result_bytes":{n}"#));
         let (sent, e) = answer(&at, &response, with_length);
         let summary = e.report().summary();
-        assert!(summary.contains("cut=1"), "at the limit ({with_length}): {summary}");
+        assert!(
+            summary.contains("cut=1"),
+            "at the limit ({with_length}): {summary}"
+        );
         assert_ne!(sent, response);
         let v: Value = serde_json::from_slice(&sent).unwrap();
         let content = v["result"]["content"].as_array().unwrap();
@@ -398,7 +404,10 @@ fn max_result_bytes_holds_a_result_of_its_size_and_passes_a_larger_one_whole() {
 
         let under = settings(&format!(r#""max_result_bytes":{}"#, n - 1));
         let (sent, e) = answer(&under, &response, with_length);
-        assert_eq!(sent, response, "one byte past the limit ({with_length}): as sent");
+        assert_eq!(
+            sent, response,
+            "one byte past the limit ({with_length}): as sent"
+        );
         assert!(!e.report().summary().contains("cut="));
         let reasons: Vec<Reason> = e
             .report()
