@@ -90,7 +90,9 @@ demo: bootstrap build cli
 # CLI), written into BENCHMARKS.md; first the adversarial inputs
 # (benches/adversarial/), which fail the target when a stage grows faster
 # than linear; last, the hostile results through Envoy, timed against
-# Envoy alone (tests/e2e/bench_hostile.py, printed).
+# Envoy alone (tests/e2e/bench_hostile.py: printed, one `bench_hostile
+# {JSON}` line per figure and a table, and written to
+# target/bench/hostile.json).
 bench: bootstrap build cli
 	$(CARGO) bench --features sim --bench adversarial
 	$(PYTHON) scripts/bench.py

@@ -245,6 +245,10 @@ reasons! {
     LostAtRefusal => "lost_at_refusal",
     /// Budget: the notice alone fills the budget; the result passes whole.
     BudgetTooSmall => "budget_too_small",
+    /// Budget: the result is over its budget but carries
+    /// `structuredContent`, which a cut `content` would contradict; it
+    /// passes whole.
+    BudgetStructuredContent => "budget_structured_content",
     /// Budget: the pages of a cut result could not be kept in this
     /// gateway's store (more than it holds, or no shared data).
     PageNotKept => "page_not_kept",

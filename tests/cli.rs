@@ -509,3 +509,76 @@ fn measure_project_with_operator_rules_from_the_config() {
     let before = &payload(&plain, "tabular-list.json")["rows"][0];
     assert!(row["tokens_after"].as_u64().unwrap() < before["tokens_after"].as_u64().unwrap());
 }
+
+/// A JSON-RPC result holding one text item: a 300-row table, with
+/// `structuredContent` when `structured`.
+fn big_table_result(structured: bool) -> String {
+    let rows: Vec<Value> = (0..300)
+        .map(|i| serde_json::json!({"id": i, "sku": format!("SKU-{i:05}"), "name": format!("item number {i}"), "qty": i % 17}))
+        .collect();
+    let text = Value::Array(rows.clone()).to_string();
+    let mut result = serde_json::json!({"content": [{"type": "text", "text": text}]});
+    if structured {
+        result["structuredContent"] = serde_json::json!({"rows": rows});
+    }
+    serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string()
+}
+
+/// `measure --config` with a budget shows what the budget cuts: the row's
+/// tokens after are what an agent reads (first page and notice), within the
+/// budget by o200k_base, and the decision is `stage: budget`, `cut`. A
+/// result that carries `structuredContent` is not cut (issue 13), counted.
+#[test]
+fn measure_shows_what_a_budget_cuts() {
+    let config = temp("budget.json");
+    std::fs::write(&config, r#"{"budget":{"tokens":500}}"#).unwrap();
+    let plain = temp("big-table.json");
+    std::fs::write(&plain, big_table_result(false)).unwrap();
+    let structured = temp("big-table-structured.json");
+    std::fs::write(&structured, big_table_result(true)).unwrap();
+    // The payload's rows: its block's, then any of the result as a whole.
+    let measure = |extra: &[&str], file: &PathBuf| -> Vec<Value> {
+        let mut args = vec!["measure", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(file.to_str().unwrap());
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let m: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        m["payloads"][0]["rows"].as_array().unwrap().clone()
+    };
+    let c = config.to_str().unwrap();
+
+    let [uncut] = &measure(&[], &plain)[..] else {
+        panic!("one row")
+    };
+    assert_eq!(stage(uncut, "budget"), None, "no budget by default");
+    assert!(uncut["tokens_after"].as_u64().unwrap() > 2000, "{uncut}");
+
+    let [cut] = &measure(&["--config", c], &plain)[..] else {
+        panic!("one row")
+    };
+    assert_eq!(stage(cut, "budget"), Some(("cut", None)), "{cut}");
+    assert!(cut["outcome"].as_str().unwrap().contains("cut"), "{cut}");
+    assert_eq!(cut["lossless"], false);
+    assert_eq!(cut["tokens_before"], uncut["tokens_before"]);
+    let after = cut["tokens_after"].as_u64().unwrap();
+    assert!(
+        after <= 500,
+        "the first page and its notice fit the budget: {after}"
+    );
+    assert!(after > 250, "most of the budget is used: {after}");
+
+    // A decision about the result as a whole has a row of its own (no
+    // block), as `budget_too_small` does.
+    let [block, result] = &measure(&["--config", c], &structured)[..] else {
+        panic!("a row for the block and one for the result")
+    };
+    assert_eq!(stage(block, "budget"), None, "{block}");
+    assert_eq!(block["tokens_after"], uncut["tokens_after"], "passed whole");
+    assert_eq!(result["block"], Value::Null);
+    assert_eq!(
+        stage(result, "budget"),
+        Some(("passthrough", Some("budget_structured_content"))),
+        "{result}"
+    );
+}

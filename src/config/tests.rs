@@ -525,3 +525,177 @@ fn a_configuration_that_is_not_utf8_is_refused() {
         Settings::default().max_body_bytes
     );
 }
+
+/// README "Configuration reference" against the code: its full example
+/// parses to the defaults, and every field the code accepts — as the
+/// parser itself lists them when it refuses an unknown one — is in the
+/// example and in the reference's tables.
+mod readme {
+    use super::*;
+
+    const README: &str = include_str!("../../README.md");
+
+    /// The README text from `start` to the next heading of that level.
+    fn section(start: &str) -> &'static str {
+        let at = README
+            .find(start)
+            .unwrap_or_else(|| panic!("README has no {start:?}"));
+        let level = start.split(' ').next().unwrap();
+        let rest = &README[at + start.len()..];
+        let end = rest.find(&format!("\n{level} ")).unwrap_or(rest.len());
+        &rest[..end]
+    }
+
+    fn example() -> serde_json::Value {
+        let reference = section("## Configuration reference");
+        let at = reference
+            .find("A full example, with every field at its default")
+            .unwrap();
+        let block = &reference[at..];
+        let start = block.find("```json\n").unwrap() + 8;
+        let end = block[start..].find("```").unwrap() + start;
+        serde_json::from_str(&block[start..end]).unwrap()
+    }
+
+    /// The fields the parser accepts where `probe` puts an unknown one.
+    fn fields(probe: &str) -> Vec<String> {
+        let message = err(probe).to_string();
+        let (_, expected) = message
+            .split_once("expected")
+            .unwrap_or_else(|| panic!("{probe}: {message}"));
+        expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn keys(v: &serde_json::Value) -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    fn mentions(text: &str, names: &[String], what: &str) {
+        for n in names {
+            assert!(
+                text.contains(&format!("`{n}`")),
+                "README {what} does not name `{n}`"
+            );
+        }
+    }
+
+    #[test]
+    fn the_full_example_names_every_field() {
+        let ex = example();
+        let top = fields(r#"{"zz_unknown":1}"#);
+        assert_eq!(keys(&ex), sorted(top.clone()), "top level");
+        for name in ["toon", "clean", "trim", "project", "paging"] {
+            let probe = format!(r#"{{"{name}":{{"zz_unknown":1}}}}"#);
+            assert_eq!(keys(&ex[name]), sorted(fields(&probe)), "{name}");
+        }
+        // `tokens` or `bytes`, not both: the example names one.
+        let budget = fields(r#"{"budget":{"zz_unknown":1}}"#);
+        assert!(keys(&ex["budget"]).iter().all(|k| budget.contains(k)));
+    }
+
+    #[test]
+    fn the_tables_name_every_field() {
+        mention_top();
+        for name in ["toon", "clean", "trim", "project"] {
+            let table = section(&format!("### `{name}`"));
+            let probe = format!(r#"{{"{name}":{{"zz_unknown":1}}}}"#);
+            mentions(table, &fields(&probe), &format!("`{name}` table"));
+        }
+        let table = section("### `budget` and `paging`");
+        for name in ["budget", "paging"] {
+            let probe = format!(r#"{{"{name}":{{"zz_unknown":1}}}}"#);
+            let dotted: Vec<String> = fields(&probe)
+                .iter()
+                .map(|f| format!("{name}.{f}"))
+                .collect();
+            mentions(table, &dotted, "`budget` and `paging` table");
+        }
+        let overrides = section("### `tools` and `servers`: overrides");
+        let tool = r#"{"tools":{"t":{"zz_unknown":1}}}"#;
+        mentions(overrides, &fields(tool), "overrides");
+        for name in ["trim", "project", "paging", "budget"] {
+            let probe = format!(r#"{{"tools":{{"t":{{"{name}":{{"zz_unknown":1}}}}}}}}"#);
+            mentions(
+                overrides,
+                &fields(&probe),
+                &format!("overrides ({name} patch)"),
+            );
+        }
+        let server = r#"{"servers":[{"match":{"route":"r"},"zz_unknown":1}]}"#;
+        mentions(overrides, &fields(server), "overrides (servers[])");
+        let matcher = r#"{"servers":[{"match":{"zz_unknown":1}}]}"#;
+        mentions(overrides, &fields(matcher), "overrides (match)");
+        // The top-level table's override rows list the same fields.
+        let top = section("### Top level");
+        for (row, probe) in [("| `tools` |", tool), ("| `servers` |", server)] {
+            let line = top.lines().find(|l| l.starts_with(row)).unwrap();
+            let listed = &line[line.rfind('{').unwrap() + 1..line.rfind('}').unwrap()];
+            let listed: Vec<String> = listed.split(", ").map(str::to_string).collect();
+            assert_eq!(sorted(listed), sorted(fields(probe)), "{row}");
+        }
+    }
+
+    fn mention_top() {
+        let top = section("### Top level");
+        mentions(top, &fields(r#"{"zz_unknown":1}"#), "top-level table");
+    }
+
+    #[test]
+    fn the_full_example_is_the_defaults() {
+        let mut ex = example();
+        let obj = ex.as_object_mut().unwrap();
+        obj.remove("tools");
+        obj.remove("servers");
+        let s = Settings::from_json(&ex.to_string()).unwrap();
+        let d = Settings::default();
+        let scope = ServerScope::default();
+        assert_eq!(s.policy(scope, None), d.policy(scope, None));
+        assert_eq!(s.policy(scope, Some("t")), d.policy(scope, Some("t")));
+        assert_eq!(s.trim, d.trim);
+        assert_eq!(s.paging, d.paging);
+        assert_eq!(s.project, d.project);
+        assert_eq!(
+            (
+                s.max_body_bytes,
+                s.max_event_bytes,
+                s.max_id_bytes,
+                s.max_tool_name_bytes
+            ),
+            (
+                d.max_body_bytes,
+                d.max_event_bytes,
+                d.max_id_bytes,
+                d.max_tool_name_bytes
+            )
+        );
+        assert_eq!(
+            (
+                s.legacy_record_ttl_ms,
+                &s.marker_key,
+                s.strip_accept_encoding
+            ),
+            (
+                d.legacy_record_ttl_ms,
+                &d.marker_key,
+                d.strip_accept_encoding
+            )
+        );
+        assert_eq!(
+            (s.annotate_tools, s.hold_headers),
+            (d.annotate_tools, d.hold_headers)
+        );
+        assert!(!s.budget_anywhere() && !s.paging_anywhere() && !s.trim_anywhere());
+    }
+}

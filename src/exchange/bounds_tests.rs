@@ -300,6 +300,76 @@ fn a_tool_that_declares_the_argument_itself_keeps_it() {
     assert_eq!(upstream[0]["params"]["arguments"], json!({}));
 }
 
+/// Tool names whose record (`{"name":["expected_info"],...}`, compact) is
+/// exactly `bytes` long: many of one length, the last padded.
+fn declaring_tools(bytes: usize) -> Vec<String> {
+    let record = |names: &[String]| {
+        let map: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|n| (n.clone(), json!(["expected_info"])))
+            .collect();
+        Value::Object(map).to_string().len()
+    };
+    let mut names: Vec<String> = (0..bytes / 32 - 1)
+        .map(|i| format!("tool-{i:06}"))
+        .collect();
+    names.push(String::new());
+    let short = bytes - record(&names);
+    if let Some(last) = names.last_mut() {
+        *last = "x".repeat(short);
+    }
+    assert_eq!(record(&names), bytes);
+    names
+}
+
+/// The record of declaring tools (64 KiB per server scope) at its limit:
+/// a listing that fills it exactly is recorded whole, and the last tool
+/// keeps its argument; one byte more and that tool is counted
+/// `listing_record_full` and treated as not declaring it (its argument
+/// taken out, like a tool no listing showed).
+#[test]
+fn the_declaring_tools_record_at_its_limit() {
+    const TRIM: &str = r#"{"trim":{"enabled":true}}"#;
+    let limit = super::declared::MAX_RECORD_BYTES;
+    for (bytes, full) in [(limit, false), (limit + 1, true)] {
+        let names = declaring_tools(bytes);
+        let last = names.last().cloned().unwrap();
+        let tools: Vec<Value> = names
+            .iter()
+            .map(|n| {
+                json!({"name": n, "inputSchema": {"type": "object",
+                "properties": {"expected_info": {"type": "string"}}}})
+            })
+            .collect();
+        let listing = json!({"jsonrpc": "2.0", "id": 9, "result": {"tools": tools}}).to_string();
+        let mut store = Store::default();
+        let mut e = exchange(&format!(r#"{{"max_body_bytes":4194304,{}"#, &TRIM[1..]));
+        post(
+            &mut e,
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#,
+            &mut store,
+        );
+        e.response_headers(head("application/json"), &mut store);
+        e.response_chunk(listing.as_bytes(), true, &mut store);
+        let counted = passthroughs(&e)
+            .iter()
+            .filter(|r| **r == Reason::ListingRecordFull)
+            .count();
+        assert_eq!(counted, usize::from(full), "{bytes} bytes");
+
+        let body = call("1", &last, json!({"expected_info": "x"}));
+        let mut e = exchange(TRIM);
+        let step = post(&mut e, &body, &mut store);
+        let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
+        let kept = if full {
+            json!({})
+        } else {
+            json!({"expected_info": "x"})
+        };
+        assert_eq!(upstream["params"]["arguments"], kept, "{bytes} bytes");
+    }
+}
+
 /// The query argument is the plugin's on every call once queries are on
 /// anywhere, except where a listing showed the tool declaring an argument
 /// of that name: there it reaches the server as sent and is not run as a

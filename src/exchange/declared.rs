@@ -93,10 +93,16 @@ fn merge(record: &mut Declared, listed: &[Listed]) -> usize {
     let mut size = serde_json::to_vec(&*record).map_or(0, |b| b.len());
     let mut full = 0;
     for (name, args) in listed.iter().filter(|(_, a)| !a.is_empty()) {
-        let old = record.get(name).map(|a| entry_len(name, a));
-        let grown = size
-            .saturating_add(entry_len(name, args))
-            .saturating_sub(old.unwrap_or(0));
+        let grown = match record.get(name) {
+            // The member replaced in place.
+            Some(old) => size
+                .saturating_add(entry_len(name, args))
+                .saturating_sub(entry_len(name, old)),
+            // A new member, after a comma unless it is the first.
+            None => size
+                .saturating_add(entry_len(name, args))
+                .saturating_add(usize::from(!record.is_empty())),
+        };
         if grown > MAX_RECORD_BYTES {
             full += 1;
             continue;
@@ -107,12 +113,11 @@ fn merge(record: &mut Declared, listed: &[Listed]) -> usize {
     full
 }
 
-/// Bytes one member adds to the record's compact JSON: `"name":[...]` and
-/// a comma.
+/// Bytes of one member of the record's compact JSON: `"name":[...]`.
 fn entry_len(name: &str, args: &[String]) -> usize {
     let name = serde_json::to_string(name).map_or(0, |s| s.len());
     let args = serde_json::to_string(args).map_or(0, |s| s.len());
-    name + 1 + args + 1
+    name + 1 + args
 }
 
 #[cfg(test)]
@@ -140,7 +145,7 @@ mod tests {
     fn the_record_stops_at_its_limit() {
         let arg = vec!["expected_info".to_string()];
         let name = |i: usize| format!("tool-{i:06}");
-        let per = entry_len(&name(0), &arg);
+        let per = entry_len(&name(0), &arg) + 1;
         let listed: Vec<Listed> = (0..MAX_RECORD_BYTES / per + 10)
             .map(|i| (name(i), arg.clone()))
             .collect();
@@ -151,5 +156,63 @@ mod tests {
         assert!(MAX_RECORD_BYTES - bytes < per, "filled up to the limit");
         assert_eq!(full + record.len(), listed.len());
         assert!(full > 0);
+    }
+
+    /// A listing that makes the record exactly `MAX_RECORD_BYTES` of
+    /// compact JSON: `n` tools, the last one's name padded to fit.
+    fn listing_of(bytes: usize) -> Vec<Listed> {
+        let arg = vec!["expected_info".to_string()];
+        let name = |i: usize| format!("tool-{i:06}");
+        let per = entry_len(&name(0), &arg) + 1;
+        let n = (bytes - 2) / per - 1;
+        let mut listed: Vec<Listed> = (0..n).map(|i| (name(i), arg.clone())).collect();
+        // `{` + n members and their commas + the last member + `}`.
+        let used = 2 + n * per;
+        let last = "x".repeat(bytes - used - entry_len("", &arg));
+        listed.push((last, arg));
+        listed
+    }
+
+    #[test]
+    fn a_record_of_exactly_the_limit_fits_and_one_byte_more_does_not() {
+        let listed = listing_of(MAX_RECORD_BYTES);
+        let mut record = Declared::new();
+        assert_eq!(
+            merge(&mut record, &listed),
+            0,
+            "at the limit: every tool recorded"
+        );
+        assert_eq!(serde_json::to_vec(&record).unwrap().len(), MAX_RECORD_BYTES);
+        assert_eq!(record.len(), listed.len());
+
+        let mut listed = listed;
+        let last = listed.last_mut().unwrap();
+        last.0.push('x');
+        let mut record = Declared::new();
+        assert_eq!(
+            merge(&mut record, &listed),
+            1,
+            "one byte past: the last is not recorded"
+        );
+        assert_eq!(record.len(), listed.len() - 1);
+        assert!(!record.contains_key(&listed.last().unwrap().0));
+        assert!(serde_json::to_vec(&record).unwrap().len() < MAX_RECORD_BYTES);
+
+        // The same, growing a record that already holds a member, and
+        // replacing a member in place.
+        let mut record = Declared::new();
+        assert_eq!(merge(&mut record, &listed[..1]), 0);
+        assert_eq!(merge(&mut record, &listed[1..listed.len() - 1]), 0);
+        let mut grown = listed.last().unwrap().clone();
+        grown.0.pop();
+        assert_eq!(merge(&mut record, &[grown.clone()]), 0);
+        assert_eq!(serde_json::to_vec(&record).unwrap().len(), MAX_RECORD_BYTES);
+        let longer = vec!["expected_info".to_string(), "x".to_string()];
+        let mut replaced = record.clone();
+        assert_eq!(merge(&mut replaced, &[(grown.0.clone(), longer)]), 1);
+        assert_eq!(
+            replaced, record,
+            "a member that would grow past the limit keeps its old value"
+        );
     }
 }

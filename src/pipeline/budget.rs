@@ -6,6 +6,8 @@
 //! before the cut as they are (a changed block with its new text), the cut
 //! block with its first page, text items after it left out, other items
 //! kept — with the notice item last. Each kept item keeps its own bytes.
+//! A result that carries `structuredContent` is never cut (it passes
+//! whole, `budget_structured_content`): its two forms must not disagree.
 
 use std::ops::Range;
 
@@ -19,7 +21,7 @@ use crate::page::cut::{cut, CallInfo};
 use crate::page::tools;
 use crate::report::Decision;
 use crate::shared::SessionStore;
-use crate::stage::budget::{Item, NoPlan};
+use crate::stage::budget::{fits as stage_fits, Item, NoPlan};
 use crate::stage::clean::Framing;
 
 /// Where a result's content lives in the body, for a tool with a budget.
@@ -96,6 +98,28 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
             .iter()
             .filter_map(|&i| blocks.get(i).map(|b| b.index))
             .collect();
+        let before: usize = items.iter().map(|i| i.text.len()).sum();
+        let structured = positions
+            .iter()
+            .filter_map(|&i| blocks.get(i))
+            .any(|b| b.structured);
+        if structured {
+            // Cutting `content` alone would leave it contradicting
+            // `structuredContent`, and cutting that would break the tool's
+            // `outputSchema` (MCP 2025-06-18 "Structured Content"), as for
+            // trim: the result passes whole, counted when it was over.
+            if policy.budget.is_some_and(|b| !stage_fits(&items, b)) {
+                report.push(Decision {
+                    stage: Stage::Budget,
+                    id: Some(shape.id.clone()),
+                    tool: shape.tool.clone(),
+                    bytes_before: before,
+                    bytes_after: before,
+                    ..Decision::response(Reason::BudgetStructuredContent)
+                });
+            }
+            continue;
+        }
         let trimmed = positions
             .iter()
             .filter_map(|&i| blocks.get(i))
@@ -107,7 +131,6 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
             cluster: cx.cluster,
             trimmed,
         };
-        let before: usize = items.iter().map(|i| i.text.len()).sum();
         let outcome = cut(&items, &indexes, &policy, &settings.paging, &call, cx.host);
         drop(items);
         let done = match outcome {
@@ -290,17 +313,26 @@ mod tests {
     use crate::shared::SharedMemory;
 
     fn run(config: &str, result: Value, host: &mut SharedMemory) -> Value {
+        let request = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        run_with(config, request, result, host, &mut Report::default())
+    }
+
+    fn run_with(
+        config: &str,
+        request: &[u8],
+        result: Value,
+        host: &mut SharedMemory,
+        report: &mut Report,
+    ) -> Value {
         let s = Settings::from_json(config).unwrap();
-        let request =
-            RequestInfo::parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
+        let request = RequestInfo::parse(request).unwrap();
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
-        let mut report = Report::default();
         let job = super::super::start(
             &s,
             Default::default(),
             &request,
             body.clone().into_bytes(),
-            &mut report,
+            report,
             &mut |_| false,
         )
         .unwrap();
@@ -315,7 +347,7 @@ mod tests {
                 None,
                 &mut crate::stage::toon::Budget::per_response(),
                 &mut cx,
-                &mut report,
+                report,
             )
             .into_bytes();
         serde_json::from_slice(&out).unwrap()
@@ -368,5 +400,79 @@ mod tests {
             &mut host,
         );
         assert_eq!(v["result"]["tools"][0]["name"], "mcp_toon_page");
+    }
+
+    /// Issue 13: `structuredContent` and `content` never disagree. A
+    /// result over its budget is cut when it has only `content`, and passes
+    /// whole, counted, when it also carries `structuredContent`.
+    #[test]
+    fn a_result_with_structured_content_is_not_cut_and_is_counted() {
+        let config = r#"{"tools":{"rows":{"budget":{"bytes":1024}}}}"#;
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{}}}"#;
+        let lines: String = (0..200).map(|i| format!("line {i} of the log\n")).collect();
+        let text = json!([{"type": "text", "text": lines}]);
+        let structured = json!({"lines": 200});
+
+        let mut report = Report::default();
+        let plain = run_with(
+            config,
+            call,
+            json!({"content": text}),
+            &mut SharedMemory::default(),
+            &mut report,
+        );
+        assert_eq!(
+            plain["result"]["content"].as_array().unwrap().len(),
+            2,
+            "without structuredContent the result is cut and a notice follows"
+        );
+        assert!(report
+            .decisions
+            .iter()
+            .any(|d| d.stage == Stage::Budget && d.outcome == Outcome::Cut));
+
+        let mut report = Report::default();
+        let whole = json!({"content": text, "structuredContent": structured});
+        let out = run_with(
+            config,
+            call,
+            whole.clone(),
+            &mut SharedMemory::default(),
+            &mut report,
+        );
+        assert_eq!(out["result"], whole, "passed whole");
+        let budget: Vec<_> = report
+            .decisions
+            .iter()
+            .filter(|d| d.stage == Stage::Budget)
+            .collect();
+        assert_eq!(budget.len(), 1, "{:?}", report.decisions);
+        assert_eq!(
+            budget[0].outcome,
+            Outcome::Passthrough(Reason::BudgetStructuredContent)
+        );
+        assert_eq!(budget[0].id.as_deref(), Some("1"));
+        assert_eq!(budget[0].tool.as_deref(), Some("rows"));
+        assert_eq!(budget[0].bytes_before, lines.len());
+        assert!(report
+            .metrics()
+            .contains(&("mcp_toon_passthrough_budget_structured_content".into(), 1)));
+
+        // Within its budget it is not counted: nothing would have been cut.
+        let mut report = Report::default();
+        let small = json!({"content": [{"type": "text", "text": "short"}], "structuredContent": structured});
+        let out = run_with(
+            config,
+            call,
+            small.clone(),
+            &mut SharedMemory::default(),
+            &mut report,
+        );
+        assert_eq!(out["result"], small);
+        assert!(
+            !report.decisions.iter().any(|d| d.stage == Stage::Budget),
+            "{:?}",
+            report.decisions
+        );
     }
 }

@@ -17,8 +17,15 @@ bytes; `close` sends neither and ends the body by closing the connection
 (how a server cut off mid-stream looks to Envoy). `"hold": SECONDS` (chunked
 only) keeps the stream open that long after the body before ending it, as
 a long-lived event stream does; `"pace": SECONDS` (chunked only) waits that
-long after each chunk, as a server writing events one by one does. The request body is read and dropped.
-Unknown cases answer 404.
+long after each chunk, as a server writing events one by one does.
+`"gate": true` (chunked only) sends the status line and headers, then waits
+until the test opens the case's gate with `POST /_gate/<name>` (sent to this
+server directly, not through Envoy) before it sends the body's chunks; the
+gate request is answered once they are written, so the test knows they are
+on their way to Envoy. The end of the body (the last chunk) follows when the
+test sends `POST /_release/<name>`, or `hold` seconds after the chunks,
+whichever comes first. The request body is read and dropped. Unknown cases
+answer 404.
 
 Run: python raw_server.py PORT CASES.json
 """
@@ -101,6 +108,24 @@ def response_bytes(case: dict) -> tuple[bytes, bool]:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body, True
 
 
+class Gate:
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.sent = threading.Event()
+        self.released = threading.Event()
+
+
+GATES: dict[str, Gate] = {}
+GATES_LOCK = threading.Lock()
+
+
+def gate(name: str) -> Gate:
+    """The gate of the next response of case `name` (one per response: the
+    gated response takes it out once its body has ended)."""
+    with GATES_LOCK:
+        return GATES.setdefault(name, Gate())
+
+
 def handle(conn: socket.socket, cases: dict) -> None:
     with conn:
         buf = b""
@@ -111,11 +136,37 @@ def handle(conn: socket.socket, cases: dict) -> None:
             head, buf = got
             target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode()
             name = target.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            if target.startswith("/_gate/"):
+                g = gate(name)
+                g.opened.set()
+                ok = g.sent.wait(60)
+                conn.sendall(b"HTTP/1.1 %d X\r\ncontent-length: 0\r\n\r\n" % (200 if ok else 504))
+                continue
+            if target.startswith("/_release/"):
+                with GATES_LOCK:
+                    held = GATES.get(name)
+                if held is not None:
+                    held.released.set()
+                conn.sendall(b"HTTP/1.1 %d X\r\ncontent-length: 0\r\n\r\n" % (200 if held else 404))
+                continue
             case = cases.get(name)
             if case is None:
                 conn.sendall(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                 continue
             out, close = response_bytes(case)
+            if case.get("gate"):
+                g = gate(name)
+                head_end = out.index(b"\r\n\r\n") + 4
+                conn.sendall(out[:head_end])
+                g.opened.wait()
+                conn.sendall(out[head_end:].removesuffix(b"0\r\n\r\n"))
+                g.sent.set()
+                g.released.wait(case.get("hold"))
+                with GATES_LOCK:
+                    if GATES.get(name) is g:
+                        del GATES[name]
+                conn.sendall(b"0\r\n\r\n")
+                continue
             if case.get("pace"):
                 head_end = out.index(b"\r\n\r\n") + 4
                 conn.sendall(out[:head_end])

@@ -8,6 +8,11 @@ demo server (examples/demo_server.py).
   tool returns every remaining row once, in order; the pages decode (the
   TypeScript TOON reference decoder) and concatenate to the original value;
 - forged and foreign handles are refused with a tool error;
+- a result that carries `structuredContent` is not cut (its two forms must
+  not disagree, issue 13): it passes whole, counted
+  `budget_structured_content`;
+- the decision record in the access log shows the cut (`stage: budget`,
+  `outcome: cut`) and each page call (`stage: page`);
 - the page store's byte, page and time limits hold under concurrent load on
   a two-worker Envoy;
 - pages work across two plugin Envoys behind a round-robin Envoy: a page the
@@ -42,10 +47,18 @@ BUDGET = 20_000
 PAGE_TOOL = "mcp_toon_page"
 CLEAN_OFF = {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False}
 PAGED = {"budget": {"tokens": BUDGET}, "paging": {"enabled": True}}
+# The smallest budget: the demo's `station_readings` (structured output)
+# is far over it.
+STRUCTURED_BUDGET = 200
 CONFIG = {
     "hold_headers": True,
     "clean": CLEAN_OFF,
-    "tools": {"export_logs": PAGED, "export_rows": PAGED, "live_feed": PAGED},
+    "tools": {
+        "export_logs": PAGED,
+        "export_rows": PAGED,
+        "live_feed": PAGED,
+        "station_readings": {"budget": {"tokens": STRUCTURED_BUDGET}, "paging": {"enabled": True}},
+    },
     "paging": {"key": KEY},
 }
 HANDLE = re.compile(r'\{"handle":"([A-Za-z0-9_-]+)"\}')
@@ -132,12 +145,32 @@ def metric(envoy: harness.Envoy, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def single(demo, work_dir: Path):
+    access_log = work_dir / "budget-access.log"
     e = harness.start_envoy([Listener("paged", CONFIG, True), Listener("plain", {"clean": CLEAN_OFF}, True)],
-                            demo.port, work_dir, name="envoy-budget")
+                            demo.port, work_dir, name="envoy-budget", access_log_path=access_log)
+    e.access_log = access_log
     try:
         yield e
     finally:
         e.stop()
+
+
+def record_of(envoy: harness.Envoy, listener: str, request_id: int) -> list[dict[str, Any]]:
+    """The decisions of the request with this JSON-RPC id, from the access
+    log's decision record (filter state `wasm.mcp_toon`), once its line is
+    there (Envoy flushes the file every 0.1 s here)."""
+    deadline = time.monotonic() + 10
+    while True:
+        for line in envoy.access_log.read_text().splitlines():
+            if line.startswith(f"[{listener}] ") and f'"id":"{request_id}"' in line:
+                return json.loads(line.split(" mcp_toon=", 1)[1])["decisions"]
+        assert time.monotonic() < deadline, envoy.access_log.read_text()[-3000:]
+        time.sleep(0.1)
+
+
+def call_with_id(url: str, tool: str, args: dict[str, Any], request_id: int) -> dict[str, Any]:
+    body = harness.jsonrpc("tools/call", {"name": tool, "arguments": args}, id=request_id)
+    return harness.post(url, body, timeout=120).json()["result"]
 
 
 def direct_text(url: str, tool: str, args: dict[str, Any]) -> str:
@@ -207,10 +240,14 @@ def test_forged_and_foreign_handles_are_refused(demo, single, work_dir):
     r = harness.call_tool(single.url("paged"), "export_rows", {"count": 8000})
     h = handle_of(r.json()["result"]["content"][-1]["text"])
     flipped = h[:20] + ("A" if h[20] != "A" else "B") + h[21:]
-    for bad, reason in [(flipped, "forged"), ("bm90IGEgaGFuZGxl", "forged"), (h + "AA", "forged")]:
+    # A signature that does not verify, bytes that are no handle, a handle
+    # with bytes appended: each counted under its reason, once.
+    for bad, reason in [(flipped, "page_forged"), ("bm90IGEgaGFuZGxl", "page_forged"), (h + "AA", "page_forged")]:
+        before = metric(single, f"mcp_toon_passthrough_{reason}")
         out = harness.call_tool(single.url("paged"), PAGE_TOOL, {"handle": bad}).json()["result"]
         assert out["isError"] is True, bad
         assert "Call the original tool again with narrower arguments" in out["content"][0]["text"]
+        assert metric(single, f"mcp_toon_passthrough_{reason}") == before + 1, (bad, reason)
     # Foreign: a handle cut in one MCP session, used from another (2025-11-25
     # sessions, the demo server's stateful SSE mode).
     sse_proc, sse_port = harness.start_demo_server(work_dir, args=("--transport", "sse"))
@@ -250,15 +287,106 @@ def test_forged_and_foreign_handles_are_refused(demo, single, work_dir):
     finally:
         e.stop()
         sse_proc.stop()
-    assert metric(single, "mcp_toon_passthrough_page_forged") >= 3
+
+
+def test_a_result_with_structured_content_passes_whole(demo, single, work_dir):
+    """Cutting `content` alone would leave it contradicting
+    `structuredContent` (MCP 2025-06-18 "Structured Content"), and cutting
+    that would break the tool's output schema: over its budget, such a
+    result passes whole — as the same listener without a budget sends it —
+    counted under its own reason, and the page tool has nothing to page."""
+    args = {"hours": 100}
+    direct = harness.call_tool(demo.url, "station_readings", args).json()["result"]
+    assert direct["structuredContent"]["readings"], direct
+    unbudgeted = harness.call_tool(single.url("plain"), "station_readings", args).json()["result"]
+    [tokens] = o200k_tokens([[unbudgeted["content"][0]["text"]]], work_dir)
+    assert tokens > 5 * STRUCTURED_BUDGET, "far over the budget"
+    before = metric(single, "mcp_toon_passthrough_budget_structured_content")
+    cut_before = metric(single, "mcp_toon_cut")
+    request_id = 81_000_001
+    out = call_with_id(single.url("paged"), "station_readings", args, request_id)
+    assert out == unbudgeted, "whole, as without a budget"
+    assert out["structuredContent"] == direct["structuredContent"]
+    assert not any(c["text"].startswith("[mcp-toon] ") for c in out["content"] if c["type"] == "text")
+    assert metric(single, "mcp_toon_passthrough_budget_structured_content") == before + 1
+    assert metric(single, "mcp_toon_cut") == cut_before
+    budget = [d for d in record_of(single, "paged", request_id) if d["stage"] == "budget"]
+    assert budget == [{
+        "stage": "budget", "outcome": "passthrough", "reason": "budget_structured_content",
+        "id": str(request_id), "tool": "station_readings",
+        "bytes_before": len(out["content"][0]["text"].encode()),
+        "bytes_after": len(out["content"][0]["text"].encode()), "lossless": True,
+    }], budget
+
+
+def test_the_decision_record_shows_the_cut_and_each_page_call(single):
+    """The access log's decision record (filter state `wasm.mcp_toon`): the
+    cut result says `stage: budget`, `outcome: cut`, lossy, with the bytes
+    of the block before and of what the agent reads after (first page and
+    notice); each page call says `stage: page` — served from the store, or
+    refused with its reason."""
+    url = single.url("paged")
+    unbudgeted = harness.call_tool(single.url("plain"), "export_rows", {"count": 8000}, timeout=120).json()["result"]
+    first = call_with_id(url, "export_rows", {"count": 8000}, 82_000_001)
+    page_text, notice = first["content"][0]["text"], first["content"][1]["text"]
+    budget = [d for d in record_of(single, "paged", 82_000_001) if d["stage"] == "budget"]
+    assert budget == [{
+        "stage": "budget", "outcome": "cut", "id": "82000001", "tool": "export_rows", "block": 0,
+        "bytes_before": len(unbudgeted["content"][0]["text"].encode()),
+        "bytes_after": len(page_text.encode()) + len(notice.encode()),
+        "lossless": False,
+    }], budget
+
+    second = call_with_id(url, PAGE_TOOL, {"handle": handle_of(notice)}, 82_000_002)
+    assert "isError" not in second
+    [page] = record_of(single, "paged", 82_000_002)
+    assert page == {
+        "stage": "page", "outcome": "paged", "id": "82000002", "tool": "export_rows",
+        "bytes_before": 0, "bytes_after": len(second["content"][0]["text"].encode()), "lossless": False,
+    }, page
+
+    refused = call_with_id(url, PAGE_TOOL, {"handle": "bm90IGEgaGFuZGxl"}, 82_000_003)
+    assert refused["isError"] is True
+    [page] = record_of(single, "paged", 82_000_003)
+    assert (page["stage"], page["outcome"], page["reason"]) == ("page", "passthrough", "page_forged"), page
 
 
 def test_store_limits_and_ttl_hold_under_concurrent_load(demo, work_dir):
+    """Twelve agents at once on a two-worker Envoy, each cutting a result
+    and reading all its pages, with a store too small for all of them.
+
+    What the store's limits guarantee: a cut reserves its pages' slots at
+    once (compare-and-swap on the index) and evicts the oldest pages, so
+    after the last cut the store still holds the newest results whole, as
+    many as fit its bytes and pages together — their agents read every
+    page (no cut comes after to evict them, and they are read well within
+    the time to live). Every other agent is served too, or refused as
+    `unknown here` or `expired`, never sent another result's page. The
+    store never holds more than its limits, and it evicted: the results
+    together need more than it holds."""
     store_bytes, store_pages, ttl = 1_500_000, 64, 10
     cfg = {**CONFIG, "paging": {"store_bytes": store_bytes, "store_pages": store_pages, "ttl_s": ttl},
            "tools": {"export_rows": {"budget": {"tokens": 6000}, "paging": {"enabled": True}}}}
     e = harness.start_envoy([Listener("paged", cfg, True)], demo.port, work_dir, name="envoy-budget-load", concurrency=2)
     expected = {n: json.loads(direct_text(demo.url, "export_rows", {"count": n})) for n in (3000, 4000)}
+    # What one result of each size keeps in the store (its pages after the
+    # first, and their bytes as the store counts them), one at a time into
+    # the empty store.
+    kept: dict[int, tuple[float, float]] = {}
+    for n in (3000, 4000):
+        pages, held = metric(e, "mcp_toon_page_store_pages"), metric(e, "mcp_toon_page_store_bytes")
+        harness.call_tool(e.url("paged"), "export_rows", {"count": n}, timeout=120)
+        kept[n] = (metric(e, "mcp_toon_page_store_pages") - pages, metric(e, "mcp_toon_page_store_bytes") - held)
+    assert metric(e, "mcp_toon_page_evicted") == 0, "each result alone fits"
+    agents_n = [3000 if k % 2 else 4000 for k in range(12)]
+    need_pages = sum(kept[n][0] for n in agents_n)
+    need_bytes = sum(kept[n][1] for n in agents_n)
+    assert need_pages > store_pages or need_bytes > store_bytes, (kept, "the load must overflow the store")
+    # The newest results held whole after the last cut, at the least: as
+    # many of the larger kind as fit.
+    pages4, bytes4 = kept[4000]
+    guaranteed = int(min(store_pages // pages4, store_bytes // bytes4))
+    assert guaranteed >= 1, kept
     served, refused, wrong = [], [], []
     peaks = {"bytes": 0.0, "pages": 0.0}
     stop = threading.Event()
@@ -283,7 +411,7 @@ def test_store_limits_and_ttl_hold_under_concurrent_load(demo, work_dir):
         return [tuple(line.strip().split(",")[:2]) for line in text.split("\n")[2:]]
 
     def run_agent(k: int) -> None:
-        n = 3000 if k % 2 else 4000
+        n = agents_n[k]
         r = harness.call_tool(e.url("paged"), "export_rows", {"count": n}, timeout=120).json()["result"]["content"]
         rows = keys(r[0]["text"])
         notice = r[-1]["text"]
@@ -309,7 +437,8 @@ def test_store_limits_and_ttl_hold_under_concurrent_load(demo, work_dir):
         watcher.join()
         assert not errors, errors
         assert not wrong, "a page of another result was served"
-        assert served, (len(refused), refused[:1])
+        assert len(served) + len(refused) == len(agents_n), (served, refused)
+        assert len(served) >= guaranteed, (len(served), guaranteed, kept, refused[:1])
         assert all("unknown here" in t or "expired" in t for t in refused), refused
         assert metric(e, "mcp_toon_page_evicted") > 0, "the store was full: the oldest pages went"
         assert peaks["bytes"] <= store_bytes and peaks["pages"] <= store_pages, peaks

@@ -13,8 +13,9 @@ default configuration) and `transforms` (every clean transform opted in).
 Each case asserts what arrives (byte-identical, or transformed where the
 transform is linear) and the counted reason (a work budget's, where a stage
 gave up). How long each takes through the plugin against Envoy alone is a
-benchmark, tests/e2e/bench_hostile.py (`make bench`), not a timed test. Last, while one such response is in
-flight, a second client's small request on the same worker gets its answer.
+benchmark, tests/e2e/bench_hostile.py (`make bench`), not a timed test. Last,
+while one such response is in flight on the worker, a second client's small
+request is answered before it ends (an order, see the test).
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ class Case:
     like: str | None = None
     content_type: str = "application/json"
     request: Any = None
+    # raw_server.py options that replace or add to the wire form.
+    wire: dict[str, Any] = field(default_factory=dict)
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -172,6 +175,7 @@ class Case:
             "headers": [["content-type", self.content_type]],
             "body_b64": base64.b64encode(self.body).decode(),
             "framing": "length",
+            **self.wire,
         }
 
 
@@ -267,6 +271,21 @@ SERVER_MARKER = Case("server_marker", result(harness.MARKER + "\n" + SMALL_TABLE
 KEYED_TABLE = Case("keyed_table", call_of(1, "fetch")[1], {})
 BY_NAME = {c.name: c for c in CASES}
 HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "sse_table_events", "small")]
+# Issue 13's stalls, each as one SSE event on a stream the upstream keeps
+# open (raw_server.py `gate`): the event goes out when the test opens the
+# gate, the stream ends when the test releases it or HOLD_S seconds later.
+BESIDE = ["b64_lines", "html_rt", "html_div_title", "toon_group_rows"]
+HOLD_S = 5
+GATED = {
+    name: Case(
+        f"{name}_gated",
+        sse_events(text_of(BY_NAME[name].body), n=1),
+        BY_NAME[name].counts,
+        content_type="text/event-stream",
+        wire={"framing": "chunked", "chunk": 64 * 1024, "gate": True, "hold": HOLD_S},
+    )
+    for name in BESIDE
+}
 
 
 # --- fixtures --------------------------------------------------------------------
@@ -275,7 +294,8 @@ HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "bat
 @pytest.fixture(scope="module")
 def upstream(work_dir: Path):
     spec = work_dir / "hostile-cases.json"
-    spec.write_text(json.dumps({c.name: c.spec() for c in CASES + BOUNDARY + LIMITS + [SERVER_MARKER, KEYED_TABLE]}))
+    cases = CASES + BOUNDARY + LIMITS + [SERVER_MARKER, KEYED_TABLE] + list(GATED.values())
+    spec.write_text(json.dumps({c.name: c.spec() for c in cases}))
     port = harness.free_port()
     proc = harness.Proc("hostile-server", [str(harness.PYTHON), str(Path(__file__).parent / "raw_server.py"), str(port), str(spec)], work_dir / "hostile-server.log")
     try:
@@ -378,22 +398,83 @@ def test_hostile_result_arrives_as_sent_or_bounded(envoy, listener, name):
     assert counted(envoy, before, expected) == expected
 
 
-@pytest.mark.parametrize("listener", list(CONFIGS))
-@pytest.mark.parametrize("name", ["b64_lines", "html_rt", "html_div_title", "toon_group_rows"])
-def test_a_second_client_is_answered_beside_a_hostile_response(envoy, listener, name):
-    """One worker: while a hostile response is in flight, a small request on
-    another connection gets its own answer, and the big one arrives as it
-    would alone (how long the small one waited: tests/e2e/bench_hostile.py)."""
-    case = BY_NAME[name]
-    small = BY_NAME["small"]
-    _, alone = send(envoy, listener, case)
+def gate(upstream: int, action: str, case: Case) -> None:
+    """Opens (`_gate`: answered once the event is written to Envoy) or
+    releases (`_release`: the stream ends) a gated case, at the upstream
+    itself."""
+    r = httpx.post(f"http://127.0.0.1:{upstream}/{action}/{case.name}", timeout=60)
+    assert r.status_code in (200, 404), r.status_code  # 404: the hold already ended it
+
+
+def beside(envoy: harness.Envoy, upstream: int, listener: str, case: Case) -> tuple[list[str], bytes, bytes, float]:
+    """The hostile event on a held stream, then a small request: the order
+    in which the two responses completed, both bodies, and the seconds the
+    small one took (for bench_hostile.py)."""
+    order: list[str] = []
     big: list[bytes] = []
-    thread = threading.Thread(target=lambda: big.append(send(envoy, listener, case)[1]))
+    started = threading.Event()
+    failed: list[BaseException] = []
+
+    def hostile() -> None:
+        try:
+            with httpx.Client(timeout=120) as client:
+                body = json.dumps(CALL, separators=(",", ":")).encode()
+                with client.stream("POST", envoy.url(listener, f"/mcp/{case.name}"), content=body, headers=REQUEST_HEADERS) as r:
+                    assert r.status_code == 200
+                    started.set()
+                    big.append(b"".join(r.iter_raw()))
+                order.append("hostile")
+        except BaseException as exc:  # re-raised below
+            failed.append(exc)
+            started.set()
+
+    thread = threading.Thread(target=hostile)
     thread.start()
-    _, body = send(envoy, listener, small)
-    thread.join(timeout=120)
-    assert body == small.body
-    assert big == [alone]
+    try:
+        # The stream is open on the worker (its headers reached the
+        # client); now the event: once the gate answers, it is written to
+        # Envoy's upstream connection.
+        assert started.wait(60) and not failed, failed
+        gate(upstream, "_gate", case)
+        took, small = send(envoy, listener, BY_NAME["small"])
+        order.append("small")
+    finally:
+        gate(upstream, "_release", case)
+        thread.join(timeout=120)
+    assert not failed, failed
+    return order, small, big[0], took
+
+
+@pytest.mark.parametrize("listener", list(CONFIGS))
+@pytest.mark.parametrize("name", BESIDE)
+def test_a_second_client_is_answered_beside_a_hostile_response(envoy, upstream, listener, name):
+    """One worker (`--concurrency 1`). The upstream sends the hostile
+    result as one SSE event on a stream it keeps open, and ends the stream
+    when the test says so or HOLD_S seconds after the event. Once the event
+    is on its way to Envoy, a second client sends a small request.
+
+    A worker the event stalls serves nothing else until the stage returns:
+    when that takes longer than the hold, the stream's end is already
+    waiting when the worker is free again, and the hostile response
+    completes first (its end needs one write; the small request still needs
+    a round trip to the upstream). A worker that is not stalled answers the
+    small request while the stream is held, and only then does the test
+    end the stream. So the small response must complete first — an order,
+    not a duration (no ordering can tell a stall from a slow worker without
+    some clock; the hold is that clock, HOLD_S seconds against the ~12-20 s
+    stalls of issue 13). The event arrives as sent and its stage counted
+    its reason: the plugin did examine it."""
+    case = GATED[name]
+    before = envoy.prometheus()
+    order, small, big, _ = beside(envoy, upstream, listener, case)
+    assert order == ["small", "hostile"], order
+    assert small == BY_NAME["small"].body
+    assert big == case.body, f"{len(big)} bytes arrived, the server sent {len(case.body)}"
+    merged: dict[str, int] = {}
+    for c in (case, BY_NAME["small"]):
+        for k, v in expected_counts(c, listener).items():
+            merged[k] = v if v == -1 else merged.get(k, 0) + v
+    assert counted(envoy, before, merged) == merged
 
 
 @pytest.mark.parametrize("listener", list(CONFIGS))

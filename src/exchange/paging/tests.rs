@@ -341,3 +341,83 @@ fn without_paging_nothing_waits_and_nothing_is_answered_locally() {
     );
     assert!(step.reply.is_none() && step.flow == Flow::Continue);
 }
+
+/// A budgeted tool's JSON response, with or without its `content-length`,
+/// in chunks of 1,000 bytes: what the client got, and the exchange.
+fn answer(settings: &Arc<Settings>, response: &[u8], with_length: bool) -> (Vec<u8>, Exchange) {
+    let mut shared = shared();
+    let mut e = Exchange::new(Arc::clone(settings));
+    let body = call("rows", json!({"n": 400}));
+    request(&mut e, &body, "application/json", None, &mut shared);
+    let plan = e.response_headers(
+        ResponseHead {
+            status: Some(200),
+            content_type: Some("application/json"),
+            content_encoding: None,
+            content_length: with_length.then_some(response.len()),
+            end_of_stream: false,
+        },
+        &mut shared,
+    );
+    if plan == ResponsePlan::Pass {
+        return (response.to_vec(), e);
+    }
+    let mut sent = Vec::new();
+    let chunks: Vec<&[u8]> = response.chunks(1000).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let step = e.response_chunk(chunk, i + 1 == chunks.len(), &mut shared);
+        sent.extend(match step.out {
+            Out::Input => chunk.to_vec(),
+            Out::Bytes { bytes, .. } => bytes,
+        });
+    }
+    (sent, e)
+}
+
+/// `paging.max_result_bytes` at its boundary: a budgeted tool's response of
+/// exactly that many bytes is held and cut; one byte more passes through
+/// whole, as the server sent it, counted `response_too_large` — whether
+/// its `content-length` says so up front or the body runs past the limit.
+#[test]
+fn max_result_bytes_holds_a_result_of_its_size_and_passes_a_larger_one_whole() {
+    let response = result_body(3);
+    let n = response.len();
+    assert!(
+        n > 2048,
+        "larger than max_body_bytes, so only the holding limit lets it be cut"
+    );
+    for with_length in [true, false] {
+        let at = settings(&format!(r#""max_result_bytes":{n}"#));
+        let (sent, e) = answer(&at, &response, with_length);
+        let summary = e.report().summary();
+        assert!(
+            summary.contains("cut=1"),
+            "at the limit ({with_length}): {summary}"
+        );
+        assert_ne!(sent, response);
+        let v: Value = serde_json::from_slice(&sent).unwrap();
+        let content = v["result"]["content"].as_array().unwrap();
+        assert!(content.last().unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[mcp-toon] Result cut to fit 500 tokens."));
+
+        let under = settings(&format!(r#""max_result_bytes":{}"#, n - 1));
+        let (sent, e) = answer(&under, &response, with_length);
+        assert_eq!(
+            sent, response,
+            "one byte past the limit ({with_length}): as sent"
+        );
+        assert!(!e.report().summary().contains("cut="));
+        let reasons: Vec<Reason> = e
+            .report()
+            .decisions
+            .iter()
+            .filter_map(|d| match d.outcome {
+                crate::Outcome::Passthrough(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons, [Reason::ResponseTooLarge], "({with_length})");
+    }
+}

@@ -76,6 +76,12 @@ pub enum NoPlan {
     TooSmall,
 }
 
+/// Whether `items` as a whole are within `budget`: [`plan`] would cut
+/// nothing.
+pub fn fits(items: &[Item<'_>], budget: Budget) -> bool {
+    items.iter().map(|i| measure(i.text, budget)).sum::<usize>() <= limit(budget)
+}
+
 /// Cuts `items` so the first page, with a notice costing `notice` (in the
 /// budget's unit), stays within `budget`, and so does every later page.
 pub fn plan(items: &[Item<'_>], budget: Budget, notice: usize) -> Result<Plan, NoPlan> {
