@@ -10,6 +10,8 @@
 //! interleaved runs of at least 100 ms, by thread CPU time on Linux), then
 //! `{name: {call: how many}}`, the host calls of one exchange (each one
 //! crosses the wasm boundary in the plugin).
+//! `CORE_TIME_EXCHANGES=N` runs N exchanges of each case untimed, for
+//! valgrind's instruction counts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -105,6 +107,20 @@ fn main() {
         })
         .collect();
     let vm = Rc::new(Vm::default());
+    // `CORE_TIME_EXCHANGES=N`: exactly N exchanges of each case and no
+    // timing, for an instruction count (valgrind --tool=callgrind) that
+    // compares two builds without the machine's noise.
+    if let Some(n) = std::env::var("CORE_TIME_EXCHANGES")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        for case in &cases {
+            for _ in 0..n {
+                std::hint::black_box(exchange(case, &vm));
+            }
+        }
+        return;
+    }
     let mut best = vec![f64::INFINITY; cases.len()];
     for _ in 0..7 {
         for (case, b) in cases.iter().zip(best.iter_mut()) {

@@ -383,16 +383,10 @@ impl Job {
             if block.changed && !block.written {
                 // Sized exactly, and the text let go once it is written:
                 // the new body is the only other copy.
-                let mut literal = Vec::with_capacity(stage::literal_len(&block.text));
-                match serde_json::to_writer(&mut literal, &block.text)
-                    .map(|()| String::from_utf8(literal))
-                {
-                    Ok(Ok(literal)) => {
-                        block.text = String::new();
-                        self.edits.replace_span(block.span.clone(), literal);
-                    }
-                    _ => report.push(block.passthrough(Stage::Response, Reason::EncodeError)),
-                }
+                let mut literal = String::with_capacity(stage::literal_len(&block.text));
+                crate::json::literal::write_literal(&mut literal, &block.text);
+                block.text = String::new();
+                self.edits.replace_span(block.span.clone(), literal);
             }
         }
         if self.edits.is_empty() {

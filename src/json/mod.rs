@@ -8,6 +8,7 @@
 
 mod decimal;
 mod end;
+pub mod literal;
 mod object;
 mod strict;
 

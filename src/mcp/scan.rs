@@ -348,12 +348,15 @@ impl<'a> Scanner<'a> {
     }
 
     /// Past the bytes of a string that need no look: eight at a time while
-    /// none of them is a quote, a backslash or a control character.
+    /// none of them is a quote, a backslash or a control character, then to
+    /// the first that is (the lowest flag of [`stops`] is exact).
     fn skip_plain(&mut self) {
         while let Some(word) = self.b.get(self.i..self.i + 8) {
             let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
-            if may_stop(w) {
-                break;
+            let found = stops(w);
+            if found != 0 {
+                self.i += (found.trailing_zeros() / 8) as usize;
+                return;
             }
             self.i += 8;
         }
@@ -366,18 +369,7 @@ impl<'a> Scanner<'a> {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
-/// "none is": the classic has-zero-byte and has-less-than tests).
-fn may_stop(word: u64) -> bool {
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let quote = zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    quote | backslash | control != 0
-}
+use crate::json::literal::stops;
 
 #[cfg(test)]
 mod tests;

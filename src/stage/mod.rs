@@ -13,14 +13,7 @@ pub mod trim;
 /// the short forms where they exist, everything else verbatim), quotes
 /// included. Lets a stage compare wire sizes without serialising.
 pub fn literal_len(s: &str) -> usize {
-    2 + s
-        .bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..=0x1f => 6,
-            _ => 1,
-        })
-        .sum::<usize>()
+    crate::json::literal::literal_len(s)
 }
 
 #[cfg(test)]

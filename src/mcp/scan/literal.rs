@@ -5,22 +5,47 @@
 //!
 //! A tool result's text is one long literal, escaped throughout (`\"`
 //! every few bytes when it holds JSON): decoding it is a large share of
-//! reading a result. Here the plain runs between escapes are copied whole,
-//! found with `memchr`, into a string sized for them once.
+//! reading a result. Here the plain runs between escapes are copied eight
+//! bytes at a time into a buffer sized for them once.
 
 /// The decoded value of `literal` (quotes included), a value the scan
 /// checked.
 pub(super) fn unescape(literal: &str) -> Option<String> {
     let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
     let b = inner.as_bytes();
-    let mut out = String::with_capacity(inner.len());
+    // Bytes, not a `String`: a plain word is copied as a whole eight bytes
+    // (a fixed-size copy, no call) and the copy cut back to a backslash,
+    // which a `String` cannot do inside a character. The result is checked
+    // as UTF-8 once at the end (the input was, and escapes add characters).
+    let mut out: Vec<u8> = Vec::with_capacity(inner.len());
     let mut at = 0;
-    while let Some(k) = b.get(at..).and_then(|rest| memchr::memchr(b'\\', rest)) {
-        out.push_str(inner.get(at..at + k)?);
-        at += k + 1;
+    loop {
+        // Copy the plain run from `at` to the next backslash.
+        let mut found = None;
+        while let Some(word) = b.get(at..at + 8) {
+            let w = <[u8; 8]>::try_from(word).ok()?;
+            out.extend_from_slice(&w);
+            let bs = crate::json::literal::backslashes(u64::from_le_bytes(w));
+            if bs != 0 {
+                let k = (bs.trailing_zeros() / 8) as usize;
+                out.truncate(out.len() - (8 - k));
+                found = Some(at + k);
+                break;
+            }
+            at += 8;
+        }
+        let Some(slash) = found.or_else(|| {
+            let rest = b.get(at..)?;
+            let k = rest.iter().position(|&c| c == b'\\');
+            out.extend_from_slice(rest.get(..k.unwrap_or(rest.len()))?);
+            k.map(|k| at + k)
+        }) else {
+            break;
+        };
+        at = slash + 1;
         let c = *b.get(at)?;
         at += 1;
-        out.push(match c {
+        let ch = match c {
             b'"' => '"',
             b'\\' => '\\',
             b'/' => '/',
@@ -52,15 +77,19 @@ pub(super) fn unescape(literal: &str) -> Option<String> {
                 }
             }
             _ => return None,
-        });
+        };
+        if ch.is_ascii() {
+            out.push(ch as u8);
+        } else {
+            out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+        }
     }
-    out.push_str(inner.get(at..)?);
     if out.capacity() - out.len() > out.len() / 8 {
         // A text of JSON is escaped every few bytes: give back the slack
         // rather than hold it while the stages run.
         out.shrink_to_fit();
     }
-    Some(out)
+    String::from_utf8(out).ok()
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {
