@@ -1,14 +1,17 @@
 //! Calibration of the plugin's token estimator (`stage::budget::estimate`)
-//! against `o200k_base` (tiktoken-rs): every text of `bench/estimator/`,
-//! the tool results of `bench/corpus/`, the repository's own code and
-//! docs, and the TOON form of every JSON text among them — whole, and in
-//! page-sized slices cut at line ends (what a budget cuts). Fails when the
-//! estimator under-counts any of them by more than
-//! `estimate::MAX_UNDERCOUNT_PCT` percent, or over-counts the median text
-//! by more than 15 % (a budget would then waste a sixth of itself).
+//! against `o200k_base` (tiktoken-rs): every text of `bench/estimator/`
+//! (its `real/` part: the text items of real MCP servers' results, from
+//! `bench/make_estimator_real.py`), the tool results of `bench/corpus/`, the
+//! repository's own code and docs, and the TOON form of every JSON text
+//! among them — whole, and in page-sized slices cut at line ends (what a
+//! budget cuts). Fails when the estimator under-counts any of them by more
+//! than `estimate::MAX_UNDERCOUNT_PCT` percent, when the real-server part
+//! is missing or under-counted in total, or when it over-counts the median
+//! text by more than 15 % (a budget would then waste a sixth of itself).
 //!
 //! `cargo test --features cli --test estimator -- --nocapture` prints the
-//! error distribution (README "Budgets" quotes it).
+//! error distribution, of everything and of the real-server part alone
+//! (README "Budgets" quotes both).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -19,6 +22,11 @@ use mcp_toon::stage::budget::estimate::{tokens, MAX_UNDERCOUNT_PCT};
 
 /// Bytes of a slice: about 4,000 tokens of JSON, as a small page.
 const SLICE_BYTES: usize = 12_000;
+
+/// The real-server part of the corpus (bench/make_estimator_real.py): the
+/// servers of the real-server tier, each present.
+const REAL: &str = "bench/estimator/real/";
+const REAL_SERVERS: [&str; 4] = ["filesystem", "git", "memory", "time"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -133,6 +141,10 @@ fn estimator_never_undercounts_beyond_the_bound() {
     let mut pages = Vec::new();
     let mut failures = Vec::new();
     let (mut est_total, mut real_total) = (0usize, 0usize);
+    // The real-server part on its own: ratios, totals, names.
+    let mut servers = Vec::new();
+    let (mut server_est, mut server_real) = (0usize, 0usize);
+    let mut server_names = Vec::new();
     for (name, text) in corpus() {
         let real = tok.count(&text);
         if real == 0 {
@@ -143,6 +155,12 @@ fn estimator_never_undercounts_beyond_the_bound() {
         real_total += real;
         let r = est as f64 / real as f64;
         docs.push(r);
+        if let Some(file) = name.strip_prefix(REAL) {
+            servers.push(r);
+            server_est += est;
+            server_real += real;
+            server_names.push(file.to_string());
+        }
         if r < floor {
             failures.push(format!(
                 "{name}: estimate {est}, o200k_base {real} ({r:.3})"
@@ -167,7 +185,22 @@ fn estimator_never_undercounts_beyond_the_bound() {
         "all texts: estimate {est_total}, o200k_base {real_total} ({:.3})",
         est_total as f64 / real_total as f64
     );
+    summary("real-server texts", &mut servers);
+    println!(
+        "real-server texts: estimate {server_est}, o200k_base {server_real} ({:.3})",
+        server_est as f64 / server_real as f64
+    );
     assert!(docs.len() > 100, "corpus too small: {}", docs.len());
+    for server in REAL_SERVERS {
+        assert!(
+            server_names.iter().any(|n| n.starts_with(server)),
+            "no {server} results in {REAL}: run bench/make_estimator_real.py"
+        );
+    }
+    assert!(
+        server_est as f64 >= server_real as f64 * floor,
+        "real-server texts under-counted in total: {server_est} < {server_real}"
+    );
     assert!(
         failures.is_empty(),
         "under-counted beyond {MAX_UNDERCOUNT_PCT} %:\n{}",

@@ -20,18 +20,26 @@
 //! small shared machine does not fail the run; and only if the next
 //! doubling (up to 2 MiB) is over it too, since a cache or allocator
 //! threshold crossed once shows at one doubling, superlinear growth at
-//! every one. A run that takes longer than the cap (3 s) stops its family:
-//! that growth is not linear.
+//! every one. A doubling still over the limit then is judged by work
+//! rather than time: the instructions of one exchange at both sizes,
+//! counted by valgrind (work.rs says why); it fails when they grow more
+//! than 2.3 times, or when valgrind cannot count them. A run that takes
+//! longer than the cap (3 s) stops its family: that growth is not linear.
 //!
 //! Run: `cargo bench --features sim --bench adversarial` (part of `make
 //! bench`). Arguments after `--`: words that select families by name
 //! (`html`, `b64_lines`), `--quick` (fewer runs), `--default`, `--cap SECS`,
-//! `--runs N`, `--list` (the families and what each attacks).
+//! `--runs N`, `--limit RATIO`, `--list` (the families and what each
+//! attacks), `--once KIB` (one untimed exchange of each family named
+//! exactly, at that size: what the instruction count runs, e.g. `valgrind
+//! --tool=callgrind --toggle-collect=adversarial::exchange BENCH --once 512
+//! json_deep`).
 
 // Benchmark code: a failed setup should stop the run loudly.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 mod families;
+mod work;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -45,7 +53,8 @@ use families::{Case, Family};
 
 const SIZES: [usize; 4] = [128 << 10, 256 << 10, 512 << 10, 1 << 20];
 
-/// Largest accepted t(2n) / t(n).
+/// Largest accepted t(2n) / t(n) (`--limit` overrides it, to try the
+/// instruction counts on families that pass by time).
 const MAX_RATIO: f64 = 2.6;
 
 /// Every clean transform on; bodies up to 4 MiB examined.
@@ -66,7 +75,11 @@ struct Options {
     filters: Vec<String>,
     runs: usize,
     cap: f64,
+    limit: f64,
     config: &'static str,
+    /// `--once KIB`: one untimed exchange at that size of each family whose
+    /// name is a filter word.
+    once: Option<usize>,
 }
 
 impl Options {
@@ -75,7 +88,9 @@ impl Options {
             filters: Vec::new(),
             runs: 7,
             cap: 3.0,
+            limit: MAX_RATIO,
             config: TRANSFORMS_ON,
+            once: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -90,6 +105,8 @@ impl Options {
                 "--quick" => o.runs = 3,
                 "--default" => o.config = DEFAULTS,
                 "--cap" => o.cap = args.next().and_then(|v| v.parse().ok()).unwrap(),
+                "--once" => o.once = args.next().and_then(|v| v.parse().ok()),
+                "--limit" => o.limit = args.next().and_then(|v| v.parse().ok()).unwrap(),
                 "--runs" => o.runs = args.next().and_then(|v| v.parse().ok()).unwrap(),
                 other => o.filters.push(other.to_string()),
             }
@@ -98,6 +115,11 @@ impl Options {
     }
 
     fn selects(&self, f: &Family) -> bool {
+        if self.once.is_some() {
+            // What is counted must be that one family (`html_formatting`
+            // would also select `html_formatting_distinct`).
+            return self.filters.iter().any(|w| f.name == w.as_str());
+        }
         self.filters.is_empty() || self.filters.iter().any(|w| f.name.contains(w.as_str()))
     }
 }
@@ -114,6 +136,9 @@ fn no_callout(_: &LlmRequest) -> LlmReply {
 }
 
 /// One exchange; returns its summary (what happened to the first block).
+/// Never inlined: valgrind counts the instructions under this symbol
+/// (work.rs).
+#[inline(never)]
 fn exchange(settings: &Arc<Settings>, case: &Case) -> String {
     let out = sim::run(
         Arc::clone(settings),
@@ -209,17 +234,57 @@ fn ratios(times: &[Option<f64>]) -> Vec<Option<f64>> {
         .collect()
 }
 
+/// Whether the doubling after `SIZES[k]` is linear in work (instructions,
+/// work.rs), with what to print; not when it cannot be counted. `slowest`
+/// is the time at the larger size.
+fn by_work(family: &str, k: usize, slowest: Option<f64>, default: bool) -> (String, bool) {
+    let (k1, k2) = (SIZES[k] >> 10, SIZES[k + 1] >> 10);
+    if slowest.is_none_or(|t| t > work::MAX_COUNTED_SECS) {
+        return (format!("{k2} KiB too slow to count instructions"), false);
+    }
+    let counted = work::instructions(family, k1, default)
+        .and_then(|a| work::instructions(family, k2, default).map(|b| (a, b)));
+    match counted {
+        Ok((a, b)) => {
+            let w = b as f64 / a as f64;
+            let linear = w <= work::MAX_WORK_RATIO;
+            let why = if linear {
+                "caches, not work"
+            } else {
+                "the work grows faster than the input"
+            };
+            let limit = work::MAX_WORK_RATIO;
+            (
+                format!("instructions {a} -> {b}, {w:.2}x (limit {limit:.1}x): {why}"),
+                linear,
+            )
+        }
+        Err(why) => (why, false),
+    }
+}
+
 fn main() {
     let opts = Options::parse();
     let settings = Arc::new(Settings::from_json(opts.config).unwrap());
+    if let Some(kib) = opts.once {
+        for family in families::ALL.iter().filter(|f| opts.selects(f)) {
+            let case = (family.make)(kib << 10);
+            println!(
+                "{:<26} {kib} KiB once: {}",
+                family.name,
+                exchange(&settings, &case)
+            );
+        }
+        return;
+    }
     let mode = if opts.config == DEFAULTS {
         "default configuration"
     } else {
         "clean transforms on"
     };
     println!(
-        "adversarial: {mode}; median of {} runs per size; fail above {MAX_RATIO}x per doubling",
-        opts.runs
+        "adversarial: {mode}; median of {} runs per size; fail above {}x per doubling",
+        opts.runs, opts.limit
     );
     println!(
         "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6}  outcome at 1 MiB",
@@ -234,7 +299,7 @@ fn main() {
         for k in 0..SIZES.len() - 1 {
             for _ in 0..2 {
                 let r = ratios(&times)[k];
-                if r.is_some_and(|r| r <= MAX_RATIO) || times[k].is_none() {
+                if r.is_some_and(|r| r <= opts.limit) || times[k].is_none() {
                     break;
                 }
                 let again = measure(&settings, &cases[k..k + 2], opts.runs + 2, opts.cap);
@@ -265,34 +330,41 @@ fn main() {
         // A doubling still over the limit is confirmed by the next one
         // (past 1 MiB for the last): superlinear growth shows at every
         // doubling, a cache or allocator threshold crossed once does not.
+        // One confirmed is judged by its instructions (work.rs).
         let mut steps = Vec::new();
         let mut ok = true;
         for (k, r) in rs.iter().enumerate() {
-            if r.is_some_and(|r| r <= MAX_RATIO) {
+            if r.is_some_and(|r| r <= opts.limit) {
                 continue;
             }
-            let confirmed = r.is_none() || {
-                let next = if k + 2 < SIZES.len() {
-                    measure(&settings, &cases[k + 1..k + 3], opts.runs, opts.cap)
-                } else {
-                    let beyond = [(family.make)(SIZES[k + 1]), (family.make)(2 * SIZES[k + 1])];
-                    measure(&settings, &beyond, opts.runs, opts.cap)
-                };
-                match (next[0], next[1]) {
-                    (Some(a), Some(b)) if a > 0.0 && b / a <= MAX_RATIO => {
-                        steps.push(format!(
-                            "{}->{} KiB {:.2}x once, then {:.2}x",
-                            SIZES[k] >> 10,
-                            SIZES[k + 1] >> 10,
-                            r.unwrap_or_default(),
-                            b / a
-                        ));
-                        false
-                    }
-                    _ => true,
-                }
+            // A size past the cap is not linear.
+            let Some(r) = *r else {
+                ok = false;
+                continue;
             };
-            ok &= !confirmed;
+            let next = if k + 2 < SIZES.len() {
+                measure(&settings, &cases[k + 1..k + 3], opts.runs, opts.cap)
+            } else {
+                let beyond = [(family.make)(SIZES[k + 1]), (family.make)(2 * SIZES[k + 1])];
+                measure(&settings, &beyond, opts.runs, opts.cap)
+            };
+            let (k1, k2) = (SIZES[k] >> 10, SIZES[k + 1] >> 10);
+            match (next[0], next[1]) {
+                (Some(a), Some(b)) if a > 0.0 && b / a <= opts.limit => steps.push(format!(
+                    "a step, not a trend: {k1}->{k2} KiB {r:.2}x once, then {:.2}x",
+                    b / a
+                )),
+                (Some(a), Some(b)) if a > 0.0 => {
+                    let (note, linear) =
+                        by_work(family.name, k, times[k + 1], opts.config == DEFAULTS);
+                    steps.push(format!(
+                        "{k1}->{k2} KiB time {r:.2}x, then {:.2}x; {note}",
+                        b / a
+                    ));
+                    ok &= linear;
+                }
+                _ => ok = false,
+            }
         }
         println!(
             "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6}  {}{}",
@@ -310,7 +382,7 @@ fn main() {
             if ok { "" } else { "   <-- NOT LINEAR" }
         );
         for step in steps {
-            println!("{:<26} a step, not a trend: {step}", "");
+            println!("{:<26} {step}", "");
         }
         if !ok {
             failed.push(family.name);

@@ -28,10 +28,11 @@
 //!
 //! The constants are tuned to over-count slightly: the budget stage trusts
 //! this count to keep a page under an agent's limit. `tests/estimator.rs`
-//! measures it against o200k_base on `bench/estimator/`, `bench/corpus/`,
-//! the repository's own code and the TOON form of every JSON text there, and
+//! measures it against o200k_base on `bench/estimator/` (with `real/`, the
+//! text items of real MCP servers' results), `bench/corpus/`, the
+//! repository's own code and the TOON form of every JSON text there, and
 //! fails when it under-counts any text or page-sized slice by more than
-//! [`MAX_UNDERCOUNT_PCT`] %.
+//! [`MAX_UNDERCOUNT_PCT`] %, or the real-server part in total.
 
 /// The bound the calibration test holds the estimator to: no text and no
 /// page-sized slice of the calibration corpus is counted more than this

@@ -15,7 +15,6 @@
 //! guess. The walk keeps its own stack: no recursion, whatever the depth.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 
 /// The output of a pass.
 pub struct Rewritten {
@@ -43,37 +42,76 @@ pub struct StringValue<'t, 'k> {
     pub key_at: Option<usize>,
 }
 
-/// A member's key: decoded once, shared (not copied) by the arrays nested
-/// in its value, however deep.
-#[derive(Clone)]
+/// A member's key, decoded once; the strings of the arrays nested in its
+/// value, however deep, read it where it is (see [`Stack::key`]).
 struct Key<'a> {
     at: usize,
-    text: KeyText<'a>,
+    text: Cow<'a, str>,
 }
 
-#[derive(Clone)]
-enum KeyText<'a> {
-    Borrowed(&'a str),
-    Owned(Rc<str>),
-}
+/// One open container, as a byte (issue 13: nesting costs a byte a level,
+/// so `[[[[…` a megabyte deep keeps a half-megabyte stack that stays in
+/// cache, where a frame of counters and a key per level was 56 bytes a
+/// level, 28 MB for 1 MiB of brackets, and its time grew faster than its
+/// work once that left the caches).
+#[derive(Clone, Copy)]
+struct Level(u8);
 
-impl Key<'_> {
-    fn as_str(&self) -> &str {
-        match &self.text {
-            KeyText::Borrowed(s) => s,
-            KeyText::Owned(s) => s,
-        }
+impl Level {
+    /// An object (else an array).
+    const OBJECT: u8 = 1;
+    /// A member or element is written: the next one needs a comma.
+    const WRITTEN: u8 = 2;
+    /// A null member was dropped (objects).
+    const DROPPED: u8 = 4;
+
+    fn has(self, flag: u8) -> bool {
+        self.0 & flag != 0
     }
 }
 
-struct Frame<'a> {
-    object: bool,
-    /// Members or elements in the source.
-    seen: usize,
-    /// Members or elements written.
-    written: usize,
-    /// Objects: the current member's key. Arrays: the inherited key.
-    key: Option<Key<'a>>,
+/// The containers open at a point of the walk.
+#[derive(Default)]
+struct Stack<'a> {
+    levels: Vec<Level>,
+    /// The current member's key of each open object, innermost last. A
+    /// string in an array has the key of the nearest object around it (the
+    /// member holding the array, however deep the arrays nest), so arrays
+    /// need no key of their own.
+    keys: Vec<Option<Key<'a>>>,
+}
+
+impl<'a> Stack<'a> {
+    fn push(&mut self, object: bool) {
+        self.levels
+            .push(Level(if object { Level::OBJECT } else { 0 }));
+        if object {
+            self.keys.push(None);
+        }
+    }
+
+    fn pop(&mut self) -> Option<Level> {
+        let level = self.levels.pop()?;
+        if level.has(Level::OBJECT) {
+            self.keys.pop();
+        }
+        Some(level)
+    }
+
+    fn in_object(&self) -> bool {
+        self.levels.last().is_some_and(|l| l.has(Level::OBJECT))
+    }
+
+    fn set(&mut self, flag: u8) {
+        if let Some(level) = self.levels.last_mut() {
+            level.0 |= flag;
+        }
+    }
+
+    /// The key strings at this point belong to.
+    fn key(&self) -> Option<&Key<'a>> {
+        self.keys.last().and_then(Option::as_ref)
+    }
 }
 
 /// Rewrites `text` (see the module docs). `on_string` returns the new value
@@ -85,9 +123,9 @@ pub fn rewrite<'a>(
 ) -> Option<Rewritten> {
     let b = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut stack: Vec<Frame<'a>> = Vec::new();
+    let mut stack = Stack::default();
     let mut nulls_removed = 0;
-    let mut nulls_saved = 0;
+    let mut nulls_saved: usize = 0;
     // A member's key and colon are written: the next token is its value.
     let mut after_key = false;
     let mut i = 0;
@@ -100,14 +138,15 @@ pub fn rewrite<'a>(
             b',' => {}
             b':' => return None,
             b'}' | b']' => {
-                let frame = stack.pop()?;
-                if frame.object {
-                    // n members are written with n - 1 commas.
-                    nulls_saved += frame.seen.saturating_sub(1) - frame.written.saturating_sub(1);
+                let level = stack.pop()?;
+                // Each dropped member took its comma with it, but for an
+                // object left empty: n members have n - 1 commas.
+                if level.has(Level::DROPPED) && !level.has(Level::WRITTEN) {
+                    nulls_saved = nulls_saved.saturating_sub(1);
                 }
                 out.push(char::from(c));
             }
-            b'"' if !after_key && stack.last().is_some_and(|f| f.object) => {
+            b'"' if !after_key && stack.in_object() => {
                 // A member: its key, then a colon, then its value.
                 let end = string_end(b, i)?;
                 let literal = text.get(i..end)?;
@@ -116,25 +155,21 @@ pub fn rewrite<'a>(
                     return None;
                 }
                 let value_at = skip_ws(b, colon + 1);
-                let frame = stack.last_mut()?;
-                frame.seen += 1;
                 if drop_nulls && b.get(value_at..value_at + 4) == Some(b"null") {
                     nulls_removed += 1;
-                    nulls_saved += literal.len() + ":null".len();
+                    nulls_saved += literal.len() + ":null".len() + ",".len();
+                    stack.set(Level::DROPPED);
                     i = value_at + 4;
                     continue;
                 }
-                if frame.written > 0 {
-                    out.push(',');
-                }
-                frame.written += 1;
-                frame.key = Some(Key {
+                begin_value(&mut out, &mut stack, &mut after_key);
+                let key = Key {
                     at: i,
-                    text: match decode(literal)? {
-                        Cow::Borrowed(k) => KeyText::Borrowed(k),
-                        Cow::Owned(k) => KeyText::Owned(Rc::from(k)),
-                    },
-                });
+                    text: decode(literal)?,
+                };
+                if let Some(current) = stack.keys.last_mut() {
+                    *current = Some(key);
+                }
                 out.push_str(literal);
                 out.push(':');
                 after_key = true;
@@ -145,27 +180,18 @@ pub fn rewrite<'a>(
                 begin_value(&mut out, &mut stack, &mut after_key);
                 match c {
                     b'{' | b'[' => {
-                        let key = match stack.last() {
-                            Some(parent) if c == b'[' => parent.key.clone(),
-                            _ => None,
-                        };
-                        stack.push(Frame {
-                            object: c == b'{',
-                            seen: 0,
-                            written: 0,
-                            key,
-                        });
+                        stack.push(c == b'{');
                         out.push(char::from(c));
                     }
                     b'"' => {
                         let end = string_end(b, i)?;
                         let literal = text.get(i..end)?;
                         let value = decode(literal)?;
-                        let key = stack.last().and_then(|f| f.key.as_ref());
+                        let key = stack.key();
                         let replaced = on_string(StringValue {
                             value: &value,
                             literal_len: literal.len(),
-                            key: key.map(Key::as_str),
+                            key: key.map(|k| &*k.text),
                             key_at: key.map(|k| k.at),
                         });
                         match replaced {
@@ -194,7 +220,7 @@ pub fn rewrite<'a>(
         }
         i += 1;
     }
-    if !stack.is_empty() || after_key {
+    if !stack.levels.is_empty() || after_key {
         return None;
     }
     Some(Rewritten {
@@ -204,18 +230,17 @@ pub fn rewrite<'a>(
     })
 }
 
-/// Before an array element, a comma unless it is the first; a member's
-/// value follows its colon directly.
-fn begin_value(out: &mut String, stack: &mut [Frame<'_>], after_key: &mut bool) {
+/// Before a member or an array element, a comma unless it is the first
+/// written; a member's value follows its colon directly.
+fn begin_value(out: &mut String, stack: &mut Stack<'_>, after_key: &mut bool) {
     if std::mem::take(after_key) {
         return;
     }
-    if let Some(frame) = stack.last_mut() {
-        if frame.written > 0 {
+    if let Some(level) = stack.levels.last_mut() {
+        if level.has(Level::WRITTEN) {
             out.push(',');
         }
-        frame.seen += 1;
-        frame.written += 1;
+        level.0 |= Level::WRITTEN;
     }
 }
 

@@ -97,6 +97,32 @@ fn strings_get_their_key_and_only_values_are_offered() {
 }
 
 #[test]
+fn an_array_string_after_an_inner_object_has_the_outer_key_again() {
+    // Arrays keep no key of their own (issue 13: a byte a level): a string
+    // in one has the key of the nearest open object, here the member
+    // holding the array once the inner object has closed.
+    let text = r#"[{"x":"a"},"b",{"k":[[{"y":"c"}],"d"]},"e"]"#;
+    let mut seen = Vec::new();
+    rewrite(text, false, &mut |s| {
+        seen.push((s.value.to_string(), s.key.map(str::to_string), s.key_at));
+        None
+    })
+    .unwrap();
+    let at = |k: &str| text.find(&format!("\"{k}\""));
+    let key = |k: &str| Some(k.to_string());
+    assert_eq!(
+        seen,
+        [
+            ("a".to_string(), key("x"), at("x")),
+            ("b".to_string(), None, None),
+            ("c".to_string(), key("y"), at("y")),
+            ("d".to_string(), key("k"), at("k")),
+            ("e".to_string(), None, None),
+        ]
+    );
+}
+
+#[test]
 fn replaced_strings_are_escaped() {
     let out = rewrite("[\"a\"]", false, &mut |_| Some("q\"\n\\é".to_string())).unwrap();
     assert_eq!(out.text, "[\"q\\\"\\n\\\\é\"]");
