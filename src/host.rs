@@ -150,4 +150,9 @@ pub trait Host {
     /// Bytes of memory the plugin's VM holds (0 where unknown).
     fn memory_bytes(&self) -> usize;
     fn log(&self, level: LogLevel, message: &str);
+    /// Whether a line at `level` would be written: a message nobody reads
+    /// is not worth formatting on every stream.
+    fn logs(&self, _level: LogLevel) -> bool {
+        true
+    }
 }

@@ -202,11 +202,19 @@ impl Report {
                 transform: d.transform,
             })
             .collect();
-        if self.omitted > 0 {
-            return serde_json::json!({ "decisions": records, "omitted": self.omitted })
-                .to_string();
+        // Written straight from the records: no `serde_json::Value` in
+        // between (this runs on every stream the plugin reads).
+        #[derive(Serialize)]
+        struct Record<'r, 'a> {
+            decisions: &'r [DecisionRecord<'a>],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            omitted: Option<usize>,
         }
-        serde_json::json!({ "decisions": records }).to_string()
+        let record = Record {
+            decisions: &records,
+            omitted: (self.omitted > 0).then_some(self.omitted),
+        };
+        serde_json::to_string(&record).unwrap_or_default()
     }
 
     /// One line for the `x-mcp-toon` header and the debug log, e.g.

@@ -119,6 +119,7 @@ extern "C" {
     ) -> u32;
     fn proxy_set_effective_context(context: u32) -> u32;
     fn proxy_log(level: u32, message: *const u8, len: usize) -> u32;
+    fn proxy_get_log_level(level: *mut u32) -> u32;
     fn proxy_get_current_time_nanoseconds(time: *mut u64) -> u32;
     fn proxy_define_metric(kind: u32, name: *const u8, name_len: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
@@ -411,6 +412,15 @@ pub enum Level {
     Info = 2,
     Warn = 3,
     Error = 4,
+}
+
+/// The lowest level the host writes (ABI 0.2.1 `proxy_get_log_level`:
+/// Envoy's level for wasm logs, which `/logging` may change at run time).
+pub fn log_level() -> HostResult<u32> {
+    let mut level = 0u32;
+    // SAFETY: out-pointer to a local.
+    status(unsafe { proxy_get_log_level(&mut level) })?;
+    Ok(level)
 }
 
 pub fn log(level: Level, message: &str) -> HostResult<()> {

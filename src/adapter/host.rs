@@ -182,6 +182,16 @@ impl Host for Envoy {
         abi::memory_bytes()
     }
 
+    /// A host that cannot say writes everything (the ABI's default).
+    fn logs(&self, level: LogLevel) -> bool {
+        let at = match level {
+            LogLevel::Debug => abi::Level::Debug,
+            LogLevel::Info => abi::Level::Info,
+            LogLevel::Warn => abi::Level::Warn,
+        };
+        abi::log_level().map_or(true, |lowest| at as u32 >= lowest)
+    }
+
     fn log(&self, level: LogLevel, message: &str) {
         let level = match level {
             LogLevel::Debug => abi::Level::Debug,

@@ -122,6 +122,24 @@ fn header(host: &dyn Host, map: Headers, name: &str) -> Option<String> {
     })
 }
 
+/// A header from the map read whole (one host call: each crosses the
+/// wasm boundary and has the host allocate in the VM), or, where the host
+/// refused the whole map, asked for alone.
+fn lookup(
+    host: &dyn Host,
+    map: Headers,
+    pairs: Option<&[(String, String)]>,
+    name: &str,
+) -> Option<String> {
+    match pairs {
+        Some(pairs) => pairs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone()),
+        None => header(host, map, name),
+    }
+}
+
 /// The body of the reply to the callout in flight.
 fn read_reply(host: &dyn Host, size: usize) -> crate::host::HostResult<Vec<u8>> {
     if size == 0 {
@@ -163,15 +181,17 @@ impl Driver {
     }
 
     pub fn request_headers(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
-        let get = |name: &str| header(host, Headers::Request, name);
+        let pairs = host.headers(Headers::Request).ok();
+        let get = |name: &str| lookup(host, Headers::Request, pairs.as_deref(), name);
         let (method, path) = (
             get(":method").unwrap_or_default(),
             get(":path").unwrap_or_default(),
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
+        let accept_encoding = pairs.is_none() || get("accept-encoding").is_some();
         // Only `servers[]` entries match on these, and paging binds pages
         // to the cluster and calls the tool again there: without either,
-        // three host calls saved on every request.
+        // two host calls saved on every request.
         let settings = self.exchange.settings();
         let stream = if settings.matches_servers() || settings.paging_anywhere() {
             StreamInfo {
@@ -182,17 +202,14 @@ impl Driver {
         } else {
             StreamInfo::default()
         };
-        let headers = if self.exchange.wants_request_headers() {
+        let headers = match (&pairs, self.exchange.wants_request_headers()) {
+            (_, false) => Vec::new(),
+            (Some(pairs), true) => pairs.clone(),
             // Refused: read as none (a page call then has no session).
-            host.headers(Headers::Request).unwrap_or_else(|e| {
-                host.log(
-                    LogLevel::Debug,
-                    &format!("mcp-toon: request headers unreadable ({e:?})"),
-                );
+            (None, true) => {
+                host.log(LogLevel::Debug, "mcp-toon: request headers unreadable");
                 Vec::new()
-            })
-        } else {
-            Vec::new()
+            }
         };
         let plan = self.exchange.request_headers(RequestHead {
             stream: &stream,
@@ -203,7 +220,7 @@ impl Driver {
             end_of_stream,
             headers: &headers,
         });
-        if plan.strip_accept_encoding {
+        if plan.strip_accept_encoding && accept_encoding {
             // Refused: the server may compress, and a compressed response
             // passes through unchanged.
             let r = host.remove_header(Headers::Request, "accept-encoding");
@@ -255,7 +272,8 @@ impl Driver {
                 .response_headers(ResponseHead::default(), &mut Shared(host));
             return self.settle(host);
         }
-        let get = |name: &str| header(host, Headers::Response, name);
+        let pairs = host.headers(Headers::Response).ok();
+        let get = |name: &str| lookup(host, Headers::Response, pairs.as_deref(), name);
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
         let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());

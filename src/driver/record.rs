@@ -49,10 +49,12 @@ impl Driver {
             return;
         }
         let record = report.to_json();
-        host.log(
-            LogLevel::Debug,
-            &format!("mcp-toon: {} {record}", report.summary()),
-        );
+        if host.logs(LogLevel::Debug) {
+            host.log(
+                LogLevel::Debug,
+                &format!("mcp-toon: {} {record}", report.summary()),
+            );
+        }
         let r = host.set_property(&[RECORD_PROPERTY], record.as_bytes());
         best_effort(host, "publishing the record", r);
     }

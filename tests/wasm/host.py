@@ -59,6 +59,7 @@ class Status(enum.IntEnum):
 # them from each call the plugin makes.
 STATUSES: dict[str, tuple[Status, ...]] = {
     "proxy_log": (Status.BAD_ARGUMENT, Status.INVALID_MEMORY_ACCESS),
+    "proxy_get_log_level": (Status.INVALID_MEMORY_ACCESS,),
     "proxy_get_current_time_nanoseconds": (Status.INVALID_MEMORY_ACCESS,),
     "proxy_set_effective_context": (Status.BAD_ARGUMENT,),
     "proxy_get_buffer_bytes": (Status.BAD_ARGUMENT, Status.NOT_FOUND, Status.INVALID_MEMORY_ACCESS),
@@ -265,6 +266,7 @@ class Vm:
         self.calls: list[Call] = []
         self.counts: dict[str, int] = {}
         self.logs: list[tuple[int, str]] = []
+        self.log_level = 0
         self.unexpected: list[str] = []
         self.shared: dict[bytes, tuple[bytes, int]] = {}
         # [cpp shared_data.cc nextCas]: one counter for every key, never 0.
@@ -440,6 +442,12 @@ class Vm:
         message = self._read(caller, ptr, size).decode("utf-8", "replace")
         self.logs.append((level, message))
         return Status.OK, f"level={level}"
+
+    def _proxy_get_log_level(self, caller, ptr):
+        # [cpp exports.cc get_log_level]: the host's level for the plugin's
+        # lines; trace here, so the tests see every line the plugin writes.
+        self._put_u32(caller, ptr, self.log_level)
+        return Status.OK, f"level={self.log_level}"
 
     def _proxy_get_current_time_nanoseconds(self, caller, ptr):
         self._put_u64(caller, ptr, self.clock_ns)
