@@ -51,6 +51,15 @@ if [ ${#need_deb[@]} -gt 0 ]; then
   if [ -n "$made_policy" ]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
 fi
 
+# --- valgrind: `make bench` counts instructions with callgrind ------------
+# (scripts/instructions.py, the adversarial benchmark's work rule).
+if ! command -v valgrind >/dev/null; then
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "apt-get install valgrind"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends valgrind >/dev/null
+fi
+
 # --- wrk: the load test (tests/e2e/test_load.py) and `make bench` -----------
 if ! command -v wrk >/dev/null; then
   sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)

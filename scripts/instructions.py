@@ -191,10 +191,14 @@ The Envoy of the section above (same listeners, bodies and canned upstream)
 runs its own binary under `{shlex.join(cmd)}`; after a warm-up of {WARM_UP}
 requests, instructions are counted while one client sends {requests} requests
 ({count("x-64k", requests)} for the 64 KB rows), one at a time, to one listener,
-and divided by their number. Unlike CPU time,
-the count does not move with the rest of the machine. Split by where they
-ran: Envoy's binary (its own code and V8's builtins: the crossings between
-Envoy and the module); the module's wasm code as V8 compiled it; libc.
+and divided by their number. Unlike CPU time, the count does not move
+with the rest of the machine. Split by where they ran: Envoy's binary (its
+own code and V8's builtins: the crossings between Envoy and the module); the
+module's wasm code as V8 compiled it; libc. Callgrind sees user space only:
+the kernel's share of moving the bytes (sockets, copies), which is most of
+what Envoy alone spends on a large body, is not counted, so these ratios
+run higher than the CPU-time ratios above for the same rows. Read them
+for where the plugin's instructions go and for comparing two builds.
 
 {chr(10).join(lines)}
 """
