@@ -440,28 +440,31 @@ fn unescape(inner: &str) -> Option<Cow<'_, str>> {
 
 /// Splits a delimited row (§11.2) into its tokens, appended to `out`.
 pub(super) fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) -> Option<()> {
-    let mut rest = text;
-    loop {
-        let len = if rest.starts_with('"') {
-            closing_quote(rest)? + 1
-        } else {
-            rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
-        };
-        let (token, after) = rest.split_at_checked(len)?;
+    each_token(text, delim, |token| {
         out.push(token);
-        if after.is_empty() {
-            return Some(());
-        }
-        rest = after.strip_prefix(char::from(delim))?;
-    }
+        Some(())
+    })
 }
 
 /// The delimited row `text` (§11.2) is exactly the values of `members`,
 /// token by token and no more: [`tokens_of`] and [`primitive_is`] without
 /// collecting the tokens.
 pub(super) fn cells_are(text: &str, delim: u8, members: &[Member<'_>]) -> Option<()> {
-    let mut rest = text;
     let mut expected = members.iter();
+    each_token(text, delim, |token| {
+        primitive_is(token, delim, &expected.next()?.value)
+    })?;
+    expected.next().is_none().then_some(())
+}
+
+/// Hands each token of a delimited row (§11.2) to `f`, in order: a quoted
+/// token runs to its closing quote, any other to the next delimiter.
+fn each_token<'t>(
+    text: &'t str,
+    delim: u8,
+    mut f: impl FnMut(&'t str) -> Option<()>,
+) -> Option<()> {
+    let mut rest = text;
     loop {
         let len = if rest.starts_with('"') {
             closing_quote(rest)? + 1
@@ -469,13 +472,12 @@ pub(super) fn cells_are(text: &str, delim: u8, members: &[Member<'_>]) -> Option
             rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
         };
         let (token, after) = rest.split_at_checked(len)?;
-        primitive_is(token, delim, &expected.next()?.value)?;
+        f(token)?;
         if after.is_empty() {
-            break;
+            return Some(());
         }
         rest = after.strip_prefix(char::from(delim))?;
     }
-    expected.next().is_none().then_some(())
 }
 
 /// The token decodes to the primitive `expected`.

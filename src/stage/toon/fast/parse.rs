@@ -51,17 +51,7 @@ const RECENT: usize = 8;
 
 /// Parses exactly one JSON value surrounded by optional whitespace.
 pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
-    let mut p = Parser {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-        depth: 0,
-        doc: Doc::default(),
-        item_scratch: Vec::new(),
-        member_scratch: Vec::new(),
-        recent: [(0, 0); RECENT],
-        next_recent: 0,
-    };
+    let mut p = Parser::new(text);
     // Tabular JSON holds about one member per 12 bytes. Reserving that much
     // up front saves regrowth copies on small blocks; on large ones the
     // reservation is capped (about 1.2 MB), since a block that turns out
@@ -92,17 +82,7 @@ pub(super) struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     pub(super) fn new(text: &'a str) -> Self {
         Self {
-            p: Parser {
-                text,
-                bytes: text.as_bytes(),
-                pos: 0,
-                depth: 0,
-                doc: Doc::default(),
-                item_scratch: Vec::new(),
-                member_scratch: Vec::new(),
-                recent: [(0, 0); RECENT],
-                next_recent: 0,
-            },
+            p: Parser::new(text),
         }
     }
 
@@ -180,6 +160,20 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            depth: 0,
+            doc: Doc::default(),
+            item_scratch: Vec::new(),
+            member_scratch: Vec::new(),
+            recent: [(0, 0); RECENT],
+            next_recent: 0,
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
