@@ -226,6 +226,12 @@ fn read(
     let calls = request.index();
     for message in &messages {
         let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
+            if request.complete && message.id.is_some() {
+                // A response to no request of this body (a server's bug):
+                // it passes, counted. Its id, the server's to choose, is
+                // not copied into the record.
+                report.push(Decision::response(Reason::UnknownId));
+            }
             continue;
         };
         if call.method == mcp::TOOLS_CALL {

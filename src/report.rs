@@ -1,7 +1,7 @@
 //! The decision record of one stream: what each stage did to each block,
-//! with bytes before and after. Adapters turn it into metrics, a filter-state
-//! property, a response header and a debug log line; none of them decides
-//! anything.
+//! with bytes before and after. The driver turns it into metrics, a
+//! filter-state property, a response header and a debug log line
+//! (`driver/record.rs`) through the host, which decides nothing.
 
 use serde::Serialize;
 

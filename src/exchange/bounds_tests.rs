@@ -471,3 +471,61 @@ fn a_budget_or_a_page_call_keeps_a_call_read() {
     post(&mut e, &batch, &mut store);
     assert!(e.ignores_response(), "{:?}", e.report());
 }
+
+/// A JSON response of `body` in chunks of 1,000 bytes, with or without its
+/// `content-length`: what the client got.
+fn respond(e: &mut Exchange, body: &[u8], with_length: bool, store: &mut Store) -> Vec<u8> {
+    e.response_headers(
+        ResponseHead {
+            content_length: with_length.then_some(body.len()),
+            ..head("application/json")
+        },
+        store,
+    );
+    let mut out = Vec::new();
+    let chunks: Vec<&[u8]> = body.chunks(1000).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let step = e.response_chunk(chunk, i + 1 == chunks.len(), store);
+        out.extend(sent(&step, chunk));
+    }
+    out
+}
+
+/// `max_body_bytes` at its boundary: a response of exactly that many bytes
+/// is read and rewritten; one byte more passes whole, as the server sent
+/// it, counted `response_too_large` — announced by `content-length` or
+/// found as the body runs past it.
+#[test]
+fn max_body_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
+    // Padded to a round size inside the result (a member the stages leave).
+    let base = result(1, json!({"pad": ""})).len();
+    let n = base.div_ceil(1024) * 1024 + 1024;
+    let body = result(1, json!({"pad": "x".repeat(n - base)})).into_bytes();
+    assert_eq!(body.len(), n);
+    for with_length in [true, false] {
+        let mut store = Store::default();
+        let mut e = exchange(&format!(r#"{{"max_body_bytes":{n}}}"#));
+        post(&mut e, &call("1", "rows", json!({})), &mut store);
+        let out = respond(&mut e, &body, with_length, &mut store);
+        assert!(
+            e.report().summary().contains("encoded=1"),
+            "at the limit ({with_length}): {}",
+            e.report().summary()
+        );
+        assert!(out.len() < body.len());
+
+        let mut store = Store::default();
+        let mut e = exchange(&format!(r#"{{"max_body_bytes":{}}}"#, n - 1));
+        post(&mut e, &call("1", "rows", json!({})), &mut store);
+        let out = respond(&mut e, &body, with_length, &mut store);
+        assert_eq!(
+            out, body,
+            "one byte past the limit ({with_length}): as sent"
+        );
+        assert_eq!(
+            passthroughs(&e),
+            [Reason::ResponseTooLarge],
+            "({with_length})"
+        );
+    }
+}

@@ -40,6 +40,10 @@ pub struct RequestInfo {
     /// Requests the body carries that are not followed, and why (an id or
     /// tool name past its limit): their responses pass unchanged.
     pub skipped: Vec<Reason>,
+    /// Every request of a body is here (none skipped): a response whose id
+    /// is none of theirs answers nothing this client sent (`unknown_id`).
+    /// False where the calls are learnt otherwise (2024-11-05 records).
+    pub complete: bool,
 }
 
 /// [`RequestInfo::index`]: the calls of a request by id.
@@ -197,6 +201,7 @@ pub(crate) mod by_serde {
                 query,
             });
         }
+        info.complete = info.skipped.is_empty();
         Some(info)
     }
 }

@@ -202,10 +202,10 @@ pub fn cut<H: SessionStore + ?Sized>(
         let sizes: Vec<usize> = kept(0).iter().map(Kept::size).collect();
         let mut store = Store::new(host, paging.store_pages, paging.store_bytes);
         match store.reserve(&sizes, expires_s, now) {
-            Ok((first, figures)) => {
-                store.write(first, &kept(first));
-                (first, None, Some(figures))
-            }
+            Ok((first, figures)) => match store.write(first, &kept(first)) {
+                Ok(()) => (first, None, Some(figures)),
+                Err(e) => (NOT_STORED, Some(e), None),
+            },
             Err(e) => (NOT_STORED, Some(e), None),
         }
     };

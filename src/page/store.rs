@@ -334,13 +334,17 @@ impl<'h, H: SessionStore + ?Sized> Store<'h, H> {
     }
 
     /// Writes pages into the slots [`Store::reserve`] gave, from `first`.
-    pub fn write(&mut self, first: u32, pages: &[Kept]) {
+    /// A page the host refuses to keep makes the whole result unkept: its
+    /// handles would lead to a gap, so the caller hands out none that rely
+    /// on the store (the reserved slots age out like any others).
+    pub fn write(&mut self, first: u32, pages: &[Kept]) -> Result<(), NotKept> {
         let first = usize::try_from(first).unwrap_or(0);
         for (j, page) in pages.iter().enumerate() {
-            let _ = self
-                .host
-                .set(&slot_key((first + j) % self.slots.max(1)), &page.bytes(), 0);
+            self.host
+                .set(&slot_key((first + j) % self.slots.max(1)), &page.bytes(), 0)
+                .map_err(|_| NotKept::Unavailable)?;
         }
+        Ok(())
     }
 
     /// The page kept in `slot` for result `id`, page `page`, if it is there,

@@ -161,6 +161,8 @@ CASES = [
         {"jsonrpc_error": 1},
     ),
     Case("batch_calls_and_notification", BATCH_RESPONSE, {"below_min_bytes": 2}, request=BATCH_REQUEST),
+    # A result for an id the client never sent (it sent 1).
+    Case("unknown_id", result(json.dumps(rows()), id=7), {"unknown_id": 1}),
 ]
 BY_NAME = {c.name: c for c in CASES}
 

@@ -207,6 +207,9 @@ def test_a_3mb_table_pages_within_budget_and_back_to_the_original(demo, single, 
 
 def test_page_calls_never_reach_the_server_and_answer_as_the_client_accepts(demo, single):
     r = harness.call_tool(single.url("paged"), "export_rows", {"count": 8000})
+    # Held headers: the cut result says so, with its exact length.
+    assert "cut=1" in r.headers["x-mcp-toon"].split(" "), r.headers["x-mcp-toon"]
+    assert int(r.headers["content-length"]) == len(r.content)
     notice = r.json()["result"]["content"][-1]["text"]
     h = handle_of(notice)
     before = upstream_requests(single)

@@ -34,6 +34,14 @@ BAD = [
     ({"project": {"max_query_bytes": 5000}}, "project.max_query_bytes", "16..=4096"),
     ({"project": {"queries": "yes"}}, "project.queries", "expected a boolean"),
     ({"tools": {"t": {"project": {"query_argument": "q"}}}}, "tools.t.project.query_argument", "expected one of `keep`, `drop`, `queries`"),
+    # Budgets and pages: a budget's unit and range, paging that needs held
+    # headers, the page tool's name, a key too short (never quoted).
+    ({"budget": {"tokens": 10, "bytes": 5000}}, "budget", "one of"),
+    ({"tools": {"t": {"budget": {"tokens": 10}}}}, "tools.t.budget.tokens", "200..=10000000"),
+    ({"paging": {"enabled": True}}, "paging.enabled", "hold_headers"),
+    ({"paging": {"tool_name": "next page"}}, "paging.tool_name", "letters"),
+    ({"paging": {"ttl_s": 0}}, "paging.ttl_s", "1..=86400"),
+    ({"paging": {"key": "hunter2-secret"}}, "paging.key", "at least 32 printable characters"),
 ]
 
 
@@ -54,6 +62,8 @@ def test_bad_configuration_is_refused_with_the_field_named(demo, work_dir, index
     assert message.startswith(f"{field}: "), message
     assert detail in message, message
     assert "Unable to create Wasm plugin mcp_toon" in log
+    # A secret in the configuration is never echoed.
+    assert "hunter2" not in log
     assert not harness.port_open(envoy.listeners["bad"].port)
 
 

@@ -62,6 +62,8 @@ LISTENERS = {
     "both": {"project": {"queries": True, "drop": ["**.observations"]}},
     # Defaults: nothing about projection changes anything.
     "defaults": {},
+    # The query argument under another name.
+    "renamed": {"project": {"queries": True, "query_argument": "select"}},
 }
 
 
@@ -334,6 +336,23 @@ def test_server_never_sees_the_query_argument(envoy, memory):
         {"name": "search_nodes", "arguments": {"query": "Ada"}},
     ]
     assert "never-on-the-server" not in json.dumps(received) and "jmespath" not in json.dumps(received)
+
+
+def test_the_query_argument_takes_the_configured_name(envoy, memory):
+    """`project.query_argument`: advertised, read and taken out under that
+    name; a `jmespath` argument is then the tool's own and reaches the
+    server."""
+    via = with_client(envoy.url("renamed"), lambda c: c.list_tools())
+    for tool in via.tools:
+        props = tool.input_schema["properties"]
+        assert props["select"] == {"type": "string", "description": QUERY_DESCRIPTION}, tool.name
+        assert "jmespath" not in props, tool.name
+    expression = "entities[?entityType=='company'].name"
+    projected = call(envoy.url("renamed"), "read_graph", {"select": expression})
+    same_json(value_of(projected), jmespath(expression, json.loads(call(memory.url, "read_graph"))))
+    assert tool_calls(memory)[-1]["params"] == {"name": "read_graph", "arguments": {}}
+    call(envoy.url("renamed"), "search_nodes", {"query": "Ada", "jmespath": "entities[*].name"})
+    assert tool_calls(memory)[-1]["params"] == {"name": "search_nodes", "arguments": {"query": "Ada", "jmespath": "entities[*].name"}}
 
 
 FAILURES = [

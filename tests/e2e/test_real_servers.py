@@ -105,6 +105,9 @@ def test_every_result_is_identical_or_lossless(servers, real_envoy, client, serv
             assert reads[name] == "identical", (name, outcomes)
         # JSON files: compact, or TOON for the table; the value is the file's.
         assert reads["settings.json"] == "compact" and reads["inventory.json"] == "toon", outcomes
+        # `", "` and `": "` separators: compaction saves about 9 %, under
+        # toon.min_savings_pct, and is taken (lossless, so any saving).
+        assert reads["flags.json"] == "compact", outcomes
         assert by_call[-1] == ("read_media_file", "no text")  # an image item, unchanged
     elif server == "git":
         assert found == {"identical"}, outcomes

@@ -39,6 +39,7 @@ pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<Re
             Err(reason) => info.skipped.push(reason),
         }
     }
+    info.complete = info.skipped.is_empty();
     Some(info)
 }
 

@@ -131,3 +131,42 @@ fn without_store_or_key_the_rest_is_not_kept() {
     .unwrap();
     assert!(!cut.paged);
 }
+
+/// A host that keeps the store's index but refuses the pages themselves:
+/// the result counts as not kept, and no handle leads into the store.
+#[test]
+fn a_refused_page_write_hands_out_no_stored_page() {
+    use crate::shared::{SessionStore, Unstored};
+    struct RefusesPages(SharedMemory);
+    impl SessionStore for RefusesPages {
+        fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
+            self.0.get(key)
+        }
+        fn set(&mut self, key: &str, value: &[u8], cas: u32) -> Result<(), Unstored> {
+            if key.contains("page") && !key.contains("index") {
+                return Err(Unstored::Refused);
+            }
+            self.0.set(key, value, cas)
+        }
+        fn random(&mut self, out: &mut [u8]) -> bool {
+            self.0.random(out)
+        }
+        fn now_ms(&self) -> u64 {
+            self.0.now_ms()
+        }
+    }
+    let text = rows(300);
+    let items = [Item {
+        text: &text,
+        framing: Framing::Text,
+    }];
+    // Without a key no page can be rebuilt elsewhere either: nothing paged.
+    let s = settings("");
+    let policy = s.policy(Default::default(), Some("export"));
+    let mut host = RefusesPages(host());
+    let done = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host).unwrap();
+    assert_eq!(done.not_kept, Some(NotKept::Unavailable));
+    assert!(!done.paged, "{}", done.notice);
+    assert!(done.figures.is_none());
+    assert!(done.notice.contains("They are not kept"), "{}", done.notice);
+}

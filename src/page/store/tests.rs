@@ -23,7 +23,7 @@ fn keep(
     let mut store = Store::new(host, slots, max);
     let sizes: Vec<usize> = pages.iter().map(Kept::size).collect();
     let (first, f) = store.reserve(&sizes, pages[0].expires_s, now)?;
-    store.write(first, pages);
+    store.write(first, pages)?;
     Ok((first, f))
 }
 
@@ -143,7 +143,7 @@ fn concurrent_writers_never_share_a_slot() {
                 self.interfere -= 1;
                 let mut other = Store::new(&mut self.inner, 8, 100_000);
                 let (first, _) = other.reserve(&[page(7, 2, 5, 99).size()], 99, 0).unwrap();
-                other.write(first, &[page(7, 2, 5, 99)]);
+                other.write(first, &[page(7, 2, 5, 99)]).unwrap();
             }
             self.inner.set(key, value, cas)
         }
@@ -164,7 +164,7 @@ fn concurrent_writers_never_share_a_slot() {
     let mut store = Store::new(&mut host, 8, 100_000);
     let mine = page(1, 2, 5, 99);
     let (first, f) = store.reserve(&[mine.size()], 99, 0).unwrap();
-    store.write(first, std::slice::from_ref(&mine));
+    store.write(first, std::slice::from_ref(&mine)).unwrap();
     assert_eq!(f.pages, 5, "the first, three racing writes and this one");
     assert_eq!(
         store.read(first as usize, &[1; 16], 2, &[9; 8], 0),

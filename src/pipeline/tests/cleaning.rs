@@ -109,3 +109,29 @@ fn all_off_is_byte_identical() {
             .unwrap();
     assert_eq!(one(config, "t", &pretty.repeat(20)).0, None);
 }
+
+/// Issue 11: JSON written with `", "` and `": "` separators saves under
+/// `toon.min_savings_pct` when compacted, and compaction is still taken
+/// (lossless, so any saving), below `clean.min_bytes` too.
+#[test]
+fn compaction_below_the_toon_threshold_is_taken() {
+    let s = Settings::default();
+    let value = json!({"dark_mode": true, "beta": false, "max_items": 50, "locale": "en-GB"});
+    // Python's json.dumps default layout.
+    let text = value
+        .to_string()
+        .replace("\",\"", "\", \"")
+        .replace("\":", "\": ")
+        .replace(",\"", ", \"");
+    let compact = value.to_string();
+    let policy = s.policy(Default::default(), Some("t"));
+    let saved = 100 * (text.len() - compact.len()) / text.len();
+    assert!(
+        saved > 0 && (saved as u64) < policy.toon.min_savings_pct,
+        "{saved}"
+    );
+    assert!(text.len() < policy.clean.min_bytes);
+    let (out, report) = one("{}", "t", &text);
+    assert_eq!(text_of(&out.unwrap()), compact, "{report:?}");
+    assert_eq!(transforms(&report), vec!["compact_json"]);
+}

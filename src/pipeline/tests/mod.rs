@@ -139,7 +139,13 @@ fn responses_to_other_requests_are_not_touched() {
     let body = result_body("2", json!([{"type": "text", "text": table_text(30)}]), "");
     let (out, report) = run(&Settings::default(), &call_request("1", "t"), &body);
     assert_eq!(out, None);
-    assert!(report.is_empty());
+    // Counted, without the server's id.
+    assert_eq!(report.decisions.len(), 1, "{report:?}");
+    assert_eq!(
+        report.decisions[0].outcome,
+        Outcome::Passthrough(Reason::UnknownId)
+    );
+    assert_eq!(report.decisions[0].id, None);
 }
 
 #[test]
@@ -286,3 +292,27 @@ mod hostile;
 mod listing;
 mod projecting;
 mod trimming;
+
+/// Calls learnt other than from the request body (2024-11-05 records) are
+/// not all there is: a response none of them answers is not "unknown", and
+/// neither is one whose request was not followed (counted at the request).
+#[test]
+fn unknown_id_only_where_every_request_is_known() {
+    let s = Settings::default();
+    let body = result_body("2", json!([{"type": "text", "text": table_text(30)}]), "");
+    let mut partial = call_request("1", "t");
+    partial.complete = false;
+    let (out, report) = run(&s, &partial, &body);
+    assert_eq!(out, None);
+    assert!(report.decisions.is_empty(), "{report:?}");
+    let long_tool = "t".repeat(s.max_tool_name_bytes + 1);
+    let req = format!(
+        r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x"}}}},{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{long_tool}"}}}}]"#
+    );
+    let info =
+        RequestInfo::read(req.as_bytes(), crate::mcp::Declared::default(), &s.limits()).unwrap();
+    assert!(!info.complete);
+    let (out, report) = run(&s, &info, &body);
+    assert_eq!(out, None);
+    assert!(report.decisions.is_empty(), "{report:?}");
+}
