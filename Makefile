@@ -38,6 +38,8 @@ WASM := $(or $(CARGO_TARGET_DIR),target)/wasm32-wasip1/release/mcp_toon.wasm
 # dependency that balloons the module; README "Module size" has the figures.
 WASM_MAX_BYTES := 2097152
 PYTEST_ARGS ?=
+# What make bench keeps between its steps (scripts/bench.py reads it back).
+BENCH_OUT := target/bench
 # make oci: where to push, e.g. 127.0.0.1:5000/mcp-toon or ghcr.io/you/mcp-toon.
 REGISTRY ?=
 
@@ -92,12 +94,15 @@ demo: bootstrap build cli
 # than linear; last, the hostile results through Envoy, timed against
 # Envoy alone (tests/e2e/bench_hostile.py: printed, one `bench_hostile
 # {JSON}` line per figure and a table, and written to
-# target/bench/hostile.json).
+# target/bench/hostile.json). The adversarial table and the hostile
+# figures then go into BENCHMARKS.md too.
 bench: bootstrap build cli
-	$(CARGO) bench --features sim --bench adversarial
+	mkdir -p $(BENCH_OUT)
+	$(CARGO) bench --features sim --bench adversarial | tee $(BENCH_OUT)/adversarial.txt
 	$(PYTHON) scripts/bench.py
 	$(PYTHON) scripts/bench_real.py
-	$(PYTHON) -m pytest tests/e2e/bench_hostile.py -q -s -p no:cacheprovider
+	BENCH_HOSTILE_JSON=$(BENCH_OUT)/hostile.json $(PYTHON) -m pytest tests/e2e/bench_hostile.py -q -s -p no:cacheprovider
+	$(PYTHON) scripts/bench.py --only adversarial --only hostile
 
 oci: oci-registry bootstrap build
 	$(PYTHON) scripts/oci.py push --registry "$(REGISTRY)"

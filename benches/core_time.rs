@@ -6,7 +6,8 @@
 //!
 //! Run: `cargo bench --bench core_time -- MANIFEST.json`, where the
 //! manifest lists `{"name", "config", "request", "response"}` (file paths
-//! for the bodies). Prints `{name: µs per exchange}` as JSON (the best of 7
+//! for the bodies) and, optionally, `"headers": {name: value}` the request
+//! carries besides its content type and accept. Prints `{name: µs per exchange}` as JSON (the best of 7
 //! interleaved runs of at least 100 ms, by thread CPU time on Linux), then
 //! `{name: {call: how many}}`, the host calls of one exchange (each one
 //! crosses the wasm boundary in the plugin).
@@ -26,6 +27,9 @@ use mcp_toon::Settings;
 struct Case {
     name: String,
     settings: Arc<Settings>,
+    /// Request headers besides the content type and accept (the manifest's
+    /// `headers`, e.g. MCP 2026-07-28's `mcp-method`).
+    headers: Vec<(String, String)>,
     request: Vec<u8>,
     response: Vec<u8>,
 }
@@ -33,10 +37,12 @@ struct Case {
 /// One exchange, start to end; returns the bytes the client got and the
 /// host calls the driver made.
 fn exchange(case: &Case, vm: &Rc<Vm>) -> (usize, serde_json::Value) {
-    let mut host = MemoryHost::post(&[
+    let mut headers = vec![
         ("content-type", "application/json"),
         ("accept", "application/json, text/event-stream"),
-    ]);
+    ];
+    headers.extend(case.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    let mut host = MemoryHost::post(&headers);
     let mut driver = Driver::new(Arc::clone(&case.settings), Rc::clone(vm));
     host.headers(&mut driver, Direction::Request, false);
     host.body(&mut driver, Direction::Request, &case.request, true);
@@ -102,6 +108,14 @@ fn main() {
         .map(|e| Case {
             name: e["name"].as_str().unwrap().to_string(),
             settings: Arc::new(Settings::from_json(&e["config"].to_string()).unwrap()),
+            headers: e["headers"]
+                .as_object()
+                .map(|h| {
+                    h.iter()
+                        .map(|(n, v)| (n.clone(), v.as_str().unwrap().to_string()))
+                        .collect()
+                })
+                .unwrap_or_default(),
             request: std::fs::read(e["request"].as_str().unwrap()).unwrap(),
             response: std::fs::read(e["response"].as_str().unwrap()).unwrap(),
         })

@@ -120,6 +120,8 @@ fn run(settings: &Arc<Settings>, response: &[u8], announced: bool) -> (usize, us
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
         headers: &[],
+        mcp_method: None,
+        mcp_name: None,
     });
     e.request_chunk(CALL, true, &mut NoSessions);
     e.response_headers(

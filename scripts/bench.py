@@ -235,17 +235,40 @@ def resources_read() -> bytes:
     return json.dumps(harness.jsonrpc("resources/read", {"uri": "file:///bench.json"}, id=1), separators=(",", ":")).encode()
 
 
-def core_times(cells: list[tuple[str, str, bytes, bytes]], work: Path) -> tuple[list[str], dict[str, float]]:
+# MCP 2026-07-28 (SEP-2243): a client names the method (and the tool or
+# resource) of every request in headers; a request the plugin leaves alone
+# is then decided before its body is read.
+ROUTING_HEADERS = {"mcp-method": "resources/read", "mcp-name": "file:///bench.json"}
+RESOURCES_READ = "tabular-64k (resources/read)"
+RESOURCES_READ_2026 = "tabular-64k (resources/read + Mcp-Method)"
+
+
+def request_rows(names: list[str]) -> list[tuple[str, str, bytes, dict[str, str]]]:
+    """(row, canned case, request body, request headers) of the Envoy
+    section: every result answers a tools/call; the 64 KB table also
+    answers a request that is not one, without and with the 2026-07-28
+    routing headers."""
+    rows = [(name, name, tools_call(), {}) for name in names]
+    at = next(i for i, r in enumerate(rows) if r[0] == "tabular-64k") + 1
+    rows[at:at] = [
+        (RESOURCES_READ, "tabular-64k", resources_read(), {}),
+        (RESOURCES_READ_2026, "tabular-64k", resources_read(), ROUTING_HEADERS),
+    ]
+    return rows
+
+
+def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work: Path) -> tuple[list[str], dict[str, float]]:
     """Native µs per exchange (benches/core_time.rs) of each (name, listener,
-    request, response) with that listener's plugin configuration."""
+    request, request headers, response) with that listener's plugin
+    configuration."""
     entries = []
-    for name, listener, request, body in cells:
+    for name, listener, request, headers, body in cells:
         config = next(w for _, n, w in ENVOY_LISTENERS if n == listener)
         slug = name.replace(" ", "-").replace("/", "-").replace("(", "").replace(")", "")
         req, resp = work / f"{slug}.{listener}.request", work / f"{slug}.{listener}.response"
         req.write_bytes(request)
         resp.write_bytes(body)
-        entries.append({"name": f"{name}/{listener}", "config": config, "request": str(req), "response": str(resp)})
+        entries.append({"name": f"{name}/{listener}", "config": config, "request": str(req), "response": str(resp), "headers": headers})
     manifest = work / "core-time.json"
     manifest.write_text(json.dumps(entries))
     cmd = ["cargo", "bench", "--quiet", "--bench", "core_time", "--", str(manifest)]
@@ -259,32 +282,29 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
     for label, size in SIZES:
         bodies[f"tabular-{label}"] = body_of(tabular_text, size)
         bodies[f"nontabular-{label}"] = body_of(non_tabular_text, size)
-    # (row name, canned case, request): every result answers a tools/call;
-    # the 64 KB table also answers a request that is not one.
-    rows_wanted = [(name, name, tools_call()) for name in bodies]
-    rows_wanted.insert(rows_wanted.index(("tabular-64k", "tabular-64k", tools_call())) + 1, ("tabular-64k (resources/read)", "tabular-64k", resources_read()))
+    rows_wanted = request_rows(list(bodies))
     if only_cases:
         rows_wanted = [r for r in rows_wanted if r[0] in only_cases]
-    cases = [loadgen.Canned(name, body) for name, body in bodies.items() if any(c == name for _, c, _ in rows_wanted)]
+    cases = [loadgen.Canned(name, body) for name, body in bodies.items() if any(c == name for _, c, _, _ in rows_wanted)]
     measured: list[tuple[str, int, int, str, str, Any, float]] = []
     with tempfile.TemporaryDirectory(prefix="mcp-toon-bench-") as tmp:
         work = Path(tmp)
-        core_cells = [(row, n, req, bodies[case]) for row, case, req in rows_wanted for _, n, w in ENVOY_LISTENERS if isinstance(w, dict)]
+        core_cells = [(row, n, req, hdrs, bodies[case]) for row, case, req, hdrs in rows_wanted for _, n, w in ENVOY_LISTENERS if isinstance(w, dict)]
         core_cmd, core = core_times(core_cells, work)
         upstream, port = loadgen.start_canned_upstream(cases, work)
         try:
             listeners = [Listener(name, what if isinstance(what, dict) else {}, False) for _, name, what in ENVOY_LISTENERS]
             e = loadgen.start_plugin_envoy(listeners, port, work, "envoy-bench", no_plugin=("none",), tweak=floor_tweak)
             try:
-                for row, case, request in rows_wanted:
+                for row, case, request, headers in rows_wanted:
                     for label, name, _ in ENVOY_LISTENERS:
                         url = e.url(name, "")
                         # Sizes as the client sees them, and a warm-up.
                         sent = harness.post(f"{url}/load/{case}", json.loads(request))
                         assert sent.status_code == 200, sent
-                        loadgen.run_wrk(url, [case], None, 500, 4, threads=1, request_body=request)
+                        loadgen.run_wrk(url, [case], None, 500, 4, threads=1, request_body=request, request_headers=headers)
                         cpu_before = cpu_seconds(e.proc.pid)
-                        r = loadgen.run_wrk(url, [case], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request)
+                        r = loadgen.run_wrk(url, [case], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request, request_headers=headers)
                         cpu_us = (cpu_seconds(e.proc.pid) - cpu_before) * 1e6 / max(r.responses, 1)
                         assert r.non_2xx == 0 and not any(r.errors.values()), r.output
                         measured.append((row, len(bodies[case]), len(sent.content), label, name, r, cpu_us))
@@ -312,7 +332,7 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             f"| {row} | {sent:,} | {got:,} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:,.0f} | {ratio} | {extra} |"
         )
     table = "\n".join(lines)
-    summary = ratios(cpu, core, [r for r, _, _ in rows_wanted])
+    summary = ratios(cpu, core, [r for r, _, _, _ in rows_wanted])
     print(summary)
     return f"""## Through Envoy
 
@@ -405,6 +425,70 @@ high-water mark of the busiest moment and stays at that size.
 """
 
 
+BENCH_DIR = ROOT / "target" / "bench"
+
+
+def adversarial() -> str:
+    """The adversarial benchmark's table, as `make bench` saved it."""
+    path = BENCH_DIR / "adversarial.txt"
+    if not path.exists():
+        raise SystemExit(f"{path} is missing: run `cargo bench --features sim --bench adversarial | tee {path}` first (make bench does)")
+    text = path.read_text().strip()
+    return f"""## Adversarial inputs (linear time)
+
+Command: `cargo bench --features sim --bench adversarial` (part of `make
+bench`; `benches/adversarial/`). Each family of hostile input runs through
+the whole exchange natively (the scripted host, 16 KiB chunks) with every
+clean transform opted in, at four sizes; the run fails when doubling an
+input costs more than the limit it prints (and, confirmed, more than 2.3
+times the instructions by valgrind). `ratio` is the largest cost of one
+doubling; linear is 2.
+
+```
+{text}
+```
+"""
+
+
+def hostile() -> str:
+    """tests/e2e/bench_hostile.py's figures (target/bench/hostile.json):
+    each hostile result through Envoy with and without the plugin."""
+    path = BENCH_DIR / "hostile.json"
+    if not path.exists():
+        raise SystemExit(f"{path} is missing: run `.venv/bin/python -m pytest tests/e2e/bench_hostile.py -s` first (make bench does)")
+    rows = json.loads(path.read_text())
+    cols = ["case", "listener", "bytes", "envoy_alone_ms", "plugin_ms", "like", "like_ms", "rule_ms", "verdict"]
+    timed = [r for r in rows if r.get("kind") == "result"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in cols) + " |" for r in timed]
+    beside = [r for r in rows if r.get("kind") == "second_client"]
+    bcols = ["case", "listener", "small_alone_ms", "small_beside_ms", "rule_ms", "verdict"]
+    blines = ["| " + " | ".join(bcols) + " |", "|" + "---|" * len(bcols)]
+    blines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in bcols) + " |" for r in beside]
+    over = [f"{r['case']} ({r['listener']}, {r['kind']})" for r in rows if r.get("verdict") != "within"]
+    return f"""## Hostile results through Envoy
+
+Command: `.venv/bin/python -m pytest tests/e2e/bench_hostile.py -s` (part of
+`make bench`). Each hostile result of `tests/e2e/test_hostile.py` (about
+1 MB, `max_body_bytes` raised to 4 MiB so the plugin examines it) through
+one Envoy worker without the plugin (`envoy_alone_ms`) and with it
+(`plugin_ms`: `default` is the default configuration, `transforms` every
+clean transform opted in), median of 5 to the last byte; `like_ms` is the
+plugin's time for an ordinary input of the same size and kind, and the
+rule the linear-time promise sets is twice Envoy's own time plus twice
+that (`rule_ms`). {"Every case stayed within it." if not over else "Over it: " + ", ".join(over) + "."}
+
+{chr(10).join(lines)}
+
+A small request on the same worker while each gated hostile event is on
+its way through it, against the same request alone (the rule: its time
+alone plus twice Envoy's own time for the hostile result; `bare` is the
+Envoy without the plugin):
+
+{chr(10).join(blines)}
+"""
+
+
 def splice(text: str, sections: list[str], stamp: str) -> str:
     """`text` with each of `sections` (a `## ` heading, then its body) in
     place of the section of the same heading (or after the rest), the
@@ -424,7 +508,7 @@ def splice(text: str, sections: list[str], stamp: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=8)
-    ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "instructions", "memory"])
+    ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "instructions", "memory", "adversarial", "hostile"])
     ap.add_argument("--cases", help="comma-separated rows of the Envoy section (e.g. tabular-64k), for a quick look")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (default BENCHMARKS.md)")
     args = ap.parse_args()
@@ -445,6 +529,11 @@ def main() -> None:
         sections.append(instructions.section(instructions.ROWS, 300))
     if "memory" in wanted:
         sections.append(memory())
+    # Written by the steps of `make bench` around this script; only named.
+    if args.only and "adversarial" in args.only:
+        sections.append(adversarial())
+    if args.only and "hostile" in args.only:
+        sections.append(hostile())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     head = f"""# Benchmarks

@@ -41,7 +41,7 @@ from harness import Listener  # noqa: E402
 
 # The listeners of the Envoy section (scripts/bench.py), in its order.
 LISTENERS = ["none", "empty", "floor", "off", "adaptive"]
-ROWS = ["tabular-1k", "tabular-64k", "tabular-64k (resources/read)", "nontabular-64k"]
+ROWS = ["tabular-1k", "tabular-64k", "tabular-64k (resources/read)", "tabular-64k (resources/read + Mcp-Method)", "nontabular-64k"]
 WARM_UP = 200
 
 
@@ -98,15 +98,12 @@ def measure(rows: list[str], requests: int) -> tuple[dict[tuple[str, str], dict[
     for label, size in bench.SIZES:
         bodies[f"tabular-{label}"] = bench.body_of(bench.tabular_text, size)
         bodies[f"nontabular-{label}"] = bench.body_of(bench.non_tabular_text, size)
-    wanted = []
-    for row in rows:
-        case = row.split(" ", 1)[0]
-        request = bench.resources_read() if "resources/read" in row else bench.tools_call()
-        wanted.append((row, case, request))
+    known = {r[0]: r for r in bench.request_rows(list(bodies))}
+    wanted = [known[row] for row in rows]
     results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="mcp-toon-instructions-") as tmp:
         work = Path(tmp)
-        cases = [loadgen.Canned(c, bodies[c]) for c in sorted({c for _, c, _ in wanted})]
+        cases = [loadgen.Canned(c, bodies[c]) for c in sorted({c for _, c, _, _ in wanted})]
         upstream, port = loadgen.start_canned_upstream(cases, work)
         out = work / "callgrind.out"
         wrapper = [
@@ -121,12 +118,12 @@ def measure(rows: list[str], requests: int) -> tuple[dict[tuple[str, str], dict[
             )
             pid = str(e.proc.pid)
             try:
-                for row, case, request in wanted:
+                for row, case, request, headers in wanted:
                     n = count(row, requests)
                     for name in LISTENERS:
-                        post(e.listeners[name].port, case, request, WARM_UP)
+                        post(e.listeners[name].port, case, request, headers, WARM_UP)
                         subprocess.run(["callgrind_control", "-i", "on", pid], capture_output=True, check=True)
-                        post(e.listeners[name].port, case, request, n)
+                        post(e.listeners[name].port, case, request, headers, n)
                         subprocess.run(["callgrind_control", "-i", "off", pid], capture_output=True, check=True)
                         before = set(work.glob("callgrind.out*"))
                         subprocess.run(["callgrind_control", "-d", pid], capture_output=True, check=True)
@@ -147,14 +144,14 @@ def count(row: str, requests: int) -> int:
     return requests if "-1k" in row else max(requests // 3, 1)
 
 
-def post(port: int, case: str, request: bytes, n: int) -> None:
+def post(port: int, case: str, request: bytes, headers: dict[str, str], n: int) -> None:
     """`n` requests in turn on one kept-alive connection."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
         for _ in range(n):
             c.request("POST", f"/load/{case}", body=request, headers={
                 "content-type": "application/json", "accept": "application/json, text/event-stream",
-                "accept-encoding": "gzip",
+                "accept-encoding": "gzip", **headers,
             })
             r = c.getresponse()
             r.read()

@@ -126,6 +126,10 @@ reasons! {
     RequestTooLarge => "request_too_large",
     /// No `tools/call` (or, with `annotate_tools`, `tools/list`) in the request.
     NotToolsCall => "not_tools_call",
+    /// The configuration changes nothing for the stream's server (every
+    /// stage off for every tool, no query, no listing rewritten): passed at
+    /// its request headers, no body read, no decision record.
+    PolicyOff => "policy_off",
     /// The response is not `application/json`.
     NotJsonResponse => "not_json_response",
     /// An SSE event larger than `max_event_bytes` streamed through unmodified.

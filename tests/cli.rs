@@ -247,9 +247,9 @@ fn measure_follows_the_configuration() {
     assert_eq!(stage(row, "toon"), Some(("encoded", None)));
 }
 
-/// A tool whose policy changes nothing is decided at its request, its
-/// response never read by the plugin; the CLI still measures each of its
-/// blocks, as passing, with its tokens.
+/// A configuration under which nothing changes passes each stream at its
+/// request headers, its bodies never read by the plugin; the CLI still
+/// measures each block, as passing, with its tokens.
 #[test]
 fn measure_counts_the_blocks_of_a_call_decided_at_its_request() {
     let config = temp("all-off.json");
@@ -262,7 +262,11 @@ fn measure_counts_the_blocks_of_a_call_decided_at_its_request() {
     let rows = payload(&m, "tabular-list.json")["rows"].as_array().unwrap();
     assert!(!rows.is_empty());
     for row in rows {
-        assert_eq!(stage(row, "toon"), Some(("passthrough", Some("mode_off"))));
+        assert_eq!(
+            stage(row, "response"),
+            Some(("passthrough", Some("policy_off"))),
+            "{row}"
+        );
         assert!(row["block"].is_u64(), "{row}");
         assert!(row["tokens_before"].as_u64().unwrap() > 0, "{row}");
         assert_eq!(row["tokens_before"], row["tokens_after"], "{row}");

@@ -337,19 +337,22 @@ fn rows(
         }
     }
     // A call decided at its request (a policy that changes nothing,
-    // `mode_off`) has one decision and no block: its blocks are measured
-    // as passing, one row each, as when each block was looked at.
+    // `mode_off`) has one decision and no block, and so has a stream of a
+    // configuration under which nothing changes (`policy_off`, no id): its
+    // blocks are measured as passing, one row each, as when each block was
+    // looked at.
     let groups: Vec<(BlockKey, Vec<&Decision>)> = groups
         .into_iter()
         .flat_map(|(key, decisions)| {
             let at_request = key.1.is_none()
-                && key.0.is_some()
-                && decisions
-                    .iter()
-                    .all(|d| d.outcome == Outcome::Passthrough(Reason::ModeOff));
+                && decisions.iter().all(|d| match d.outcome {
+                    Outcome::Passthrough(Reason::ModeOff) => key.0.is_some(),
+                    Outcome::Passthrough(Reason::PolicyOff) => true,
+                    _ => false,
+                });
             let blocks: Vec<BlockKey> = before
                 .iter()
-                .filter(|(k, _)| at_request && k.0 == key.0)
+                .filter(|(k, _)| at_request && (key.0.is_none() || k.0 == key.0))
                 .map(|(k, _)| k.clone())
                 .collect();
             if blocks.is_empty() {

@@ -222,6 +222,9 @@ pub struct Settings {
     queries_anywhere: bool,
     /// The arguments taken out of `tools/call` requests.
     stripped_arguments: Vec<String>,
+    /// Per server scope (no `servers[]` entry first, then each entry): no
+    /// stream of it can change, whatever it carries ([`Settings::idle`]).
+    idle: Vec<bool>,
 }
 
 // The marker key never reaches a log line, not even through `{:?}`.
@@ -249,6 +252,7 @@ impl std::fmt::Debug for Settings {
             .field("tools", &self.tools)
             .field("servers", &self.servers)
             .field("trim_anywhere", &self.trim_anywhere)
+            .field("idle", &self.idle)
             .finish()
     }
 }
@@ -315,6 +319,7 @@ impl Default for Settings {
             budget_anywhere: false,
             queries_anywhere: false,
             stripped_arguments: Vec::new(),
+            idle: Vec::new(),
         }
     }
 }
@@ -495,7 +500,7 @@ impl Settings {
                 "needs `hold_headers: true` (with `allow_on_headers_stop_iteration: true` in Envoy >= 1.35): page calls are answered before their headers reach the server",
             ));
         }
-        Ok(Self {
+        let mut settings = Self {
             trim_anywhere,
             queries_anywhere,
             stripped_arguments,
@@ -516,7 +521,44 @@ impl Settings {
             base,
             tools: raw.tools,
             servers,
-        })
+            idle: Vec::new(),
+        };
+        settings.idle = settings.idle_scopes();
+        Ok(settings)
+    }
+
+    /// [`Settings::idle`] for every scope, resolved once: each policy a
+    /// stream of the scope can meet — the scope's own for a tool named
+    /// nowhere, and each named tool's — changes nothing and takes no
+    /// agent query, and no listing is rewritten.
+    fn idle_scopes(&self) -> Vec<bool> {
+        let scopes = std::iter::once(ServerScope(None))
+            .chain((0..self.servers.len()).map(|i| ServerScope(Some(i))));
+        scopes
+            .map(|scope| {
+                let named = self.tools.keys().chain(
+                    scope
+                        .0
+                        .and_then(|i| self.servers.get(i))
+                        .into_iter()
+                        .flat_map(|s| s.tools.keys()),
+                );
+                let quiet = |p: Policy| p.changes_nothing() && !p.project.queries;
+                !self.rewrites_listings()
+                    && quiet(self.policy(scope, None))
+                    && named.map(|t| self.policy(scope, Some(t))).all(quiet)
+            })
+            .collect()
+    }
+
+    /// No stream of this scope can change, whatever it carries: every
+    /// stage is off for every tool, no agent query is taken and no listing
+    /// rewritten. Such a stream is passed at its request headers, its
+    /// bodies never read (DESIGN "Off means off, and costs (almost)
+    /// nothing").
+    pub fn idle(&self, scope: ServerScope) -> bool {
+        let i = scope.0.map_or(0, |i| i + 1);
+        self.idle.get(i).copied().unwrap_or(false)
     }
 
     /// True when some layer enables trim, so requests carry intents worth

@@ -699,3 +699,56 @@ mod readme {
         assert!(!s.budget_anywhere() && !s.paging_anywhere() && !s.trim_anywhere());
     }
 }
+
+/// A scope is idle when no policy a stream of it can meet changes anything,
+/// no agent query is taken and no listing rewritten; resolved per scope.
+#[test]
+fn idle_scopes_change_nothing_anywhere() {
+    const OFF: &str = r#""toon":{"mode":"off"},"clean":{"compact_json":false}"#;
+    let idle = |json: &str| {
+        let s = Settings::from_json(json).unwrap();
+        (0..=s.servers.len())
+            .map(|i| s.idle(ServerScope(i.checked_sub(1))))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(idle("{}"), [false], "the defaults compact and encode");
+    assert_eq!(idle(&format!("{{{OFF}}}")), [true]);
+    // One tool, one server, a query or a listing that changes: not idle
+    // where it applies.
+    assert_eq!(
+        idle(&format!(
+            r#"{{{OFF},"tools":{{"t":{{"toon":{{"mode":"adaptive"}}}}}}}}"#
+        )),
+        [false]
+    );
+    assert_eq!(
+        idle(&format!(
+            r#"{{{OFF},"servers":[{{"match":{{"cluster":"c"}},"clean":{{"compact_json":true}}}},{{"match":{{"cluster":"d"}}}}]}}"#
+        )),
+        [true, false, true]
+    );
+    assert_eq!(
+        idle(&format!(
+            r#"{{{OFF},"servers":[{{"match":{{"cluster":"c"}},"tools":{{"t":{{"budget":{{"tokens":500}}}}}}}}]}}"#
+        )),
+        [true, false]
+    );
+    assert_eq!(
+        idle(&format!(r#"{{{OFF},"annotate_tools":true}}"#)),
+        [false]
+    );
+    assert_eq!(
+        idle(&format!(r#"{{{OFF},"project":{{"queries":true}}}}"#)),
+        [false]
+    );
+    assert_eq!(
+        idle(&format!(
+            r#"{{{OFF},"tools":{{"t":{{"project":{{"drop":["a"]}}}}}}}}"#
+        )),
+        [false]
+    );
+    assert_eq!(
+        idle(r#"{"toon":{"mode":"off"},"clean":{"compact_json":false,"strip_base64":true}}"#),
+        [false]
+    );
+}

@@ -181,6 +181,11 @@ impl Driver {
     }
 
     pub fn request_headers(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
+        if self.exchange.idle_everywhere() {
+            // Nothing of any stream can change: not a header is read.
+            self.exchange.pass_unrecorded(Reason::PolicyOff);
+            return self.settle(host);
+        }
         let pairs = host.headers(Headers::Request).ok();
         let get = |name: &str| lookup(host, Headers::Request, pairs.as_deref(), name);
         let (method, path) = (
@@ -188,6 +193,7 @@ impl Driver {
             get(":path").unwrap_or_default(),
         );
         let (content_type, accept) = (get("content-type"), get("accept"));
+        let (mcp_method, mcp_name) = (get("mcp-method"), get("mcp-name"));
         let accept_encoding = pairs.is_none() || get("accept-encoding").is_some();
         // Only `servers[]` entries match on these, and paging binds pages
         // to the cluster and calls the tool again there: without either,
@@ -219,6 +225,8 @@ impl Driver {
             accept: accept.as_deref(),
             end_of_stream,
             headers: &headers,
+            mcp_method: mcp_method.as_deref(),
+            mcp_name: mcp_name.as_deref(),
         });
         if plan.strip_accept_encoding && accept_encoding {
             // Refused: the server may compress, and a compressed response

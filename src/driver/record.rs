@@ -45,7 +45,7 @@ impl Driver {
         self.published = true;
         self.count(host, true);
         let report = self.exchange.report();
-        if report.is_empty() {
+        if report.is_empty() || !self.exchange.recorded() {
             return;
         }
         let record = report.to_json();

@@ -274,7 +274,9 @@ fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
 
 /// A tool whose policy changes nothing is decided at its request: its
 /// response passes without a header or a byte of it read, counted once as
-/// `mode_off`; with held headers the summary still goes out.
+/// `mode_off`; with held headers the summary still goes out. A
+/// configuration under which nothing can change (every stage off for every
+/// tool) reads not even the request: counted `policy_off`, no record.
 #[test]
 fn a_call_under_a_policy_that_changes_nothing_is_not_read() {
     let off = r#"{"toon":{"mode":"off"},"clean":{"compact_json":false}}"#;
@@ -289,15 +291,23 @@ fn a_call_under_a_policy_that_changes_nothing_is_not_read() {
             .play(settings(config), &mut trimmed);
             let what = format!("{config} {content_type}");
             assert_eq!(t.response_sent, response, "{what}");
-            // The request body is read (it names the tool); nothing else.
-            assert_eq!(t.host.calls(Call::Body), 1, "{what}");
+            assert_eq!(t.request_sent, CALL, "{what}");
             assert_eq!(t.host.calls(Call::ReplaceBody), 0, "{what}");
-            assert_eq!(reasons(&t), vec![Reason::ModeOff], "{what}");
             let summary = t
                 .host
                 .header_value(crate::host::Direction::Response, "x-mcp-toon");
-            let expected = (config == held).then_some("encoded=0 passthrough=mode_off:1");
-            assert_eq!(summary, expected, "{what}");
+            if config == off {
+                assert_eq!(t.host.calls(Call::Body), 0, "{what}");
+                assert_eq!(t.host.calls(Call::Headers), 0, "{what}");
+                assert_eq!(reasons(&t), vec![Reason::PolicyOff], "{what}");
+                assert_eq!(t.host.calls(Call::SetProperty), 0, "no record: {what}");
+                assert_eq!(summary, None, "{what}");
+            } else {
+                // The request body is read (it names the tool); nothing else.
+                assert_eq!(t.host.calls(Call::Body), 1, "{what}");
+                assert_eq!(reasons(&t), vec![Reason::ModeOff], "{what}");
+                assert_eq!(summary, Some("encoded=0 passthrough=mode_off:1"), "{what}");
+            }
         }
     }
     // Another tool on the same configuration is read and encoded.
@@ -458,4 +468,69 @@ fn a_refused_property_reads_as_absent_and_is_logged() {
             .any(|l| l.contains("property xds.cluster_name unreadable")),
         "{logs:?}"
     );
+}
+
+/// MCP 2026-07-28 (SEP-2243): `Mcp-Method` and `Mcp-Name` name what the
+/// body asks, and a server refuses a request whose headers disagree with
+/// it. Where they say nothing can change, not even the request body is
+/// read; where they name a call that may change, or are absent, the body
+/// is read as before.
+#[test]
+fn routing_headers_decide_before_the_body() {
+    let held = r#"{"hold_headers":true,"tools":{"rows":{"toon":{"mode":"off"},"clean":{"compact_json":false}}}}"#;
+    let response = table();
+    let cols = String::from_utf8_lossy(CALL)
+        .replace("\"rows\"", "\"cols\"")
+        .into_bytes();
+    let play = |headers: &[(&str, &str)], config: &str| {
+        let call = if headers.contains(&("mcp-name", "cols")) {
+            cols.as_slice()
+        } else {
+            CALL
+        };
+        Script {
+            request_headers: headers,
+            ..Script::new(call, "application/json", &response)
+        }
+        .play(settings(config), &mut trimmed)
+    };
+    // Another method: not read, counted `not_tools_call`, no record.
+    let t = play(&[("mcp-method", "resources/read")], "{}");
+    assert_eq!(
+        (t.host.calls(Call::Body), t.response_sent.as_slice()),
+        (0, response.as_slice())
+    );
+    assert_eq!(reasons(&t), vec![Reason::NotToolsCall]);
+    assert_eq!(t.host.calls(Call::SetProperty), 0);
+    // A tool whose policy changes nothing, named in Mcp-Name.
+    let t = play(&[("mcp-method", "tools/call"), ("mcp-name", "rows")], held);
+    assert_eq!(
+        (t.host.calls(Call::Body), t.response_sent.as_slice()),
+        (0, response.as_slice())
+    );
+    assert_eq!(reasons(&t), vec![Reason::ModeOff]);
+    assert_eq!(t.report.decisions[0].tool.as_deref(), Some("rows"));
+    assert_eq!(
+        t.host
+            .header_value(crate::host::Direction::Response, "x-mcp-toon"),
+        Some("encoded=0 passthrough=mode_off:1")
+    );
+    // A tool that may change, no Mcp-Name, or a listing that changes: read.
+    for (headers, config) in [
+        (
+            &[("mcp-method", "tools/call"), ("mcp-name", "cols")][..],
+            held,
+        ),
+        (&[("mcp-method", "tools/call")][..], "{}"),
+        (&[][..], "{}"),
+    ] {
+        let t = play(headers, config);
+        assert_eq!(t.host.calls(Call::Body), 2, "{headers:?}");
+        assert_ne!(t.response_sent, response, "{headers:?}");
+    }
+    let listing = play(
+        &[("mcp-method", "tools/list")],
+        r#"{"annotate_tools":true}"#,
+    );
+    assert!(listing.host.calls(Call::Body) >= 1);
 }

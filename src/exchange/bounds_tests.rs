@@ -25,6 +25,8 @@ fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
         headers: &[],
+        mcp_method: None,
+        mcp_name: None,
     });
     e.request_chunk(body, true, store)
 }

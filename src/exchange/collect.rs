@@ -62,6 +62,16 @@ impl Collected {
                 }
             };
         }
+        if end_of_stream && self.seen == chunk.len() {
+            // The whole body in one chunk: it ends with the stream, and the
+            // parse that reads it refuses what is not one value. No scan for
+            // where the value ends (a request body, read for every call).
+            return if self.seen > max {
+                Collecting::TooLarge
+            } else {
+                Collecting::Closed(chunk.to_vec(), Vec::new())
+            };
+        }
         let (progress, closed_at) = self.end.feed(chunk);
         match (progress, closed_at) {
             (Progress::Invalid, _) => Collecting::NotOneValue,

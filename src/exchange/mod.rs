@@ -56,6 +56,10 @@ pub struct RequestHead<'a> {
     /// [`Exchange::wants_request_headers`], else none: a page call reads
     /// its session and forwards credentials when it calls the tool again.
     pub headers: &'a [(String, String)],
+    /// `Mcp-Method` and `Mcp-Name` (MCP 2026-07-28, SEP-2243): the body's
+    /// method and, for `tools/call`, its tool, for routing intermediaries.
+    pub mcp_method: Option<&'a str>,
+    pub mcp_name: Option<&'a str>,
 }
 
 /// What to do with the request headers.
@@ -257,6 +261,9 @@ pub struct Exchange {
     reissue: Option<(Box<Reissue>, Vec<u8>)>,
     /// Most response bytes held ([`Exchange::response_limit`]).
     limit: usize,
+    /// Whether the stream's decisions go into a record
+    /// ([`Exchange::pass_unrecorded`]).
+    recorded: bool,
 }
 
 impl Exchange {
@@ -286,7 +293,21 @@ impl Exchange {
             request_headers: Vec::new(),
             reissue: None,
             limit: 0,
+            recorded: true,
         }
+    }
+
+    /// Whether the settings leave every stream of an unmatched scope
+    /// unchanged (no `servers[]` entry to match): then a stream is decided
+    /// before its headers are read.
+    pub fn idle_everywhere(&self) -> bool {
+        !self.settings.matches_servers() && self.settings.idle(ServerScope::default())
+    }
+
+    /// Whether a decision record is published for the stream (one that
+    /// concerns no tool call or listing has none; its reason is counted).
+    pub fn recorded(&self) -> bool {
+        self.recorded
     }
 
     /// Records why the rest of the stream goes on unchanged, and is done

@@ -15,6 +15,10 @@ impl Exchange {
     /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
     pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
         self.scope = self.settings.server_for(head.stream);
+        if self.settings.idle(self.scope) {
+            self.pass_unrecorded(Reason::PolicyOff);
+            return RequestPlan::default();
+        }
         let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
         let accepts_sse = head
             .accept
@@ -28,10 +32,13 @@ impl Exchange {
             || !is(head.content_type, "application/json")
             || head.end_of_stream
         {
-            self.pass_rest(Reason::RequestNotJsonRpc);
+            self.pass_unrecorded(Reason::RequestNotJsonRpc);
             return RequestPlan::default();
         }
         self.session_of(head.path);
+        if self.unchanged_by_routing_headers(head.mcp_method, head.mcp_name) {
+            return RequestPlan::default();
+        }
         let pause_headers = self.paging_headers(&head);
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
@@ -39,6 +46,60 @@ impl Exchange {
             remove_content_length: self.strips_arguments(),
             pause_headers,
         }
+    }
+
+    /// MCP 2026-07-28 (SEP-2243, "Standard Headers"): every request names
+    /// its JSON-RPC method in `Mcp-Method` and a `tools/call` its tool in
+    /// `Mcp-Name`, and a server MUST refuse a request whose headers do not
+    /// match its body (HTTP 400, `-32020` HeaderMismatch). So where they
+    /// say no stage can change the answer — a method other than
+    /// `tools/call` (and `tools/list` where listings change), or a tool
+    /// whose policy changes nothing and that takes no query and is not the
+    /// page tool — the body is not read either: a client that lies gets
+    /// the server's refusal, which passes as it would anyway. A request
+    /// without the headers (earlier revisions) is read as before.
+    fn unchanged_by_routing_headers(&mut self, method: Option<&str>, name: Option<&str>) -> bool {
+        let Some(method) = method.filter(|m| !m.is_empty()) else {
+            return false;
+        };
+        let s = &self.settings;
+        let unchanged = match method {
+            mcp::TOOLS_CALL => name.is_some_and(|tool| {
+                tool.len() <= s.max_tool_name_bytes
+                    && !s.queries_anywhere()
+                    && !(s.paging_anywhere() && tool == s.paging.tool_name)
+                    && s.policy(self.scope, Some(tool)).changes_nothing()
+            }),
+            mcp::TOOLS_LIST => !s.rewrites_listings(),
+            _ => true,
+        };
+        if !unchanged {
+            return false;
+        }
+        if method == mcp::TOOLS_CALL {
+            // As `decided_at_request` counts a call it will not read, by the
+            // tool the header names (no id: the body is not read).
+            self.report.push(Decision {
+                stage: Stage::Toon,
+                tool: name.map(str::to_string),
+                ..Decision::response(Reason::ModeOff)
+            });
+            self.phase = Phase::Done;
+            self.summary_at_headers = self.settings.hold_headers;
+        } else {
+            self.pass_unrecorded(Reason::NotToolsCall);
+        }
+        true
+    }
+
+    /// A stream that concerns no tool call or listing (not a JSON-RPC
+    /// request, no `tools/call`, or nothing of it can change:
+    /// [`Settings::idle`]) passes, counted under `reason`, and leaves no
+    /// decision record: there is no block to record, and the record is a
+    /// host write (filter state) every such request would pay for.
+    pub fn pass_unrecorded(&mut self, reason: Reason) {
+        self.pass_rest(reason);
+        self.recorded = false;
     }
 
     /// The request's `content-length` could not be removed: its body must
@@ -149,7 +210,7 @@ impl Exchange {
                 .then_some(s.project.query_argument.as_str()),
         };
         let Some(mut info) = RequestInfo::read(body, declared, &s.limits()) else {
-            self.pass_rest(Reason::RequestNotJsonRpc);
+            self.pass_unrecorded(Reason::RequestNotJsonRpc);
             return None;
         };
         let strips = self.rewrites_request() && info.has_method(mcp::TOOLS_CALL);
@@ -182,7 +243,7 @@ impl Exchange {
             || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
         if !wanted {
             if info.skipped.is_empty() {
-                self.pass_rest(Reason::NotToolsCall);
+                self.pass_unrecorded(Reason::NotToolsCall);
             } else {
                 // The calls past a limit are counted already.
                 self.phase = Phase::Done;

@@ -10,6 +10,9 @@
 --                      <dir>/<case>.expected, the case named by the response's
 --                      x-case header (set by the canned upstream)
 --   LOAD_BODY          the POST body (a JSON-RPC tools/call)
+--   LOAD_HEADERS       optional request headers besides the defaults, one
+--                      `name: value` per line (e.g. MCP 2026-07-28's
+--                      `mcp-method`)
 -- Prints one line `LOAD {json}` with the totals of all threads.
 
 local threads = {}
@@ -44,6 +47,9 @@ function init(args)
     ["accept"] = "application/json, text/event-stream",
     ["mcp-protocol-version"] = "2026-07-28",
   }
+  for name, value in string.gmatch(os.getenv("LOAD_HEADERS") or "", "([^:\n]+):%s*([^\n]*)") do
+    headers[name] = value
+  end
   requests = {}
   for i, name in ipairs(cases) do
     requests[i] = wrk.format("POST", "/load/" .. name, headers, os.getenv("LOAD_BODY"))

@@ -194,6 +194,7 @@ def run_wrk(
     threads: int = 2,
     seconds: int = 600,
     request_body: bytes = b"",
+    request_headers: dict[str, str] | None = None,
 ) -> WrkResult:
     """Runs wrk until `total` responses arrived (then stops it with SIGINT,
     which makes wrk print its summary), or for `seconds` when total is None."""
@@ -205,6 +206,7 @@ def run_wrk(
             "LOAD_EXPECTED_DIR": str(expected_dir or ""),
             "LOAD_DONE_DIR": done_dir,
             "LOAD_BODY": request_body.decode(),
+            "LOAD_HEADERS": "".join(f"{k}: {v}\n" for k, v in (request_headers or {}).items()),
         }
         argv = [WRK, f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s", "--latency", "-s", str(LOAD_LUA), url_base]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)

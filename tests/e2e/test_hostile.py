@@ -3,8 +3,11 @@
 A raw upstream (raw_server.py) answers with about 1 MB of each input shape
 that made a stage superlinear — wrapped base64 and 16-column lines of one
 letter, `<rt>` and `<div title="<">` nesting, attribute floods, a table
-spanning four billion columns, tables only the generic TOON path decides, a
-batch of thousands of calls, SSE events that never end — with
+spanning four billion columns, tables only the generic TOON path decides,
+JSON that the walks (validation, compaction, TOON's parse) must refuse or
+compact in linear time (half a million levels of nesting, escapes, a wide
+object, a number of a million digits), a batch of thousands of calls, SSE
+events that never end — with
 `max_body_bytes` raised to 4 MiB so that the plugin examines them.
 
 One Envoy (one worker: `--concurrency 1`) has three listeners on the same
@@ -110,6 +113,58 @@ def table(n: int = MB) -> str:
         size += len(json.dumps(row, separators=(",", ":"))) + 1
         i += 1
     return json.dumps(rows, separators=(",", ":"))
+
+
+def pretty_table(n: int = MB) -> str:
+    """The ordinary JSON input of this size: a table written with indent=2
+    (compacted, then TOON)."""
+    rows, size, i = [], 2, 0
+    while size < n:
+        row = {"id": i, "name": f"user-{i}", "active": i % 2 == 0}
+        rows.append(row)
+        size += len(json.dumps(row, indent=2)) + 4
+        i += 1
+    return json.dumps(rows, indent=2)
+
+
+def deep_pretty(n: int = MB) -> str:
+    """Arrays nested about n/4 deep, one per line: what the JSON walks
+    (validation, compaction, TOON's parse) must refuse in linear time."""
+    half = n // 4
+    return "[\n" * half + "]\n" * half
+
+
+def json_walks() -> dict[str, str]:
+    """The JSON walks' hostile shapes, about 1 MB each."""
+    return {
+        "json_deep": "[" * (MB // 2) + "]" * (MB // 2),
+        "json_deep_pretty": deep_pretty(),
+        "json_escapes": json.dumps(["\u00e9\n\"\\" * 64] * (MB // 470), indent=1, ensure_ascii=False),
+        "json_wide_object": "{" + ", ".join(f'"k{i}": {i}' for i in range(MB // 18)) + "}",
+        "json_long_number": "[" + "7" * MB + "]",
+    }
+
+
+# Per JSON walk: the counters it moves, and whether it arrives compacted.
+COMPACTED = {"cleaned": 1, "clean_compact_json": 1, "bytes_before": -1, "bytes_after": -1, "not_tabular": 1}
+JSON_WALK_COUNTS: dict[str, tuple[dict[str, int], bool]] = {
+    "json_deep": ({"not_json": 1}, False),
+    "json_deep_pretty": ({"not_json": 1}, False),
+    "json_escapes": (COMPACTED, True),
+    "json_wide_object": (COMPACTED, True),
+    "json_long_number": ({"not_tabular": 1}, False),
+}
+
+
+def compacted(original: str) -> Callable[[bytes], None]:
+    """The text arrives compact: the same JSON value, no layout."""
+
+    def check(body: bytes) -> None:
+        text = text_of(body)
+        assert len(text) < len(original) and json.loads(text) == json.loads(original)
+        assert "\n" not in text and ", " not in text[:1000]
+
+    return check
 
 
 def page(n: int = MB) -> str:
@@ -221,6 +276,14 @@ CASES = [
     Case("html_attributes", result("<html><body><div" + "".join(f" a{i}" for i in range(MB // 8)) + ">x</div>"), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
     Case("html_colspan", result(repeat("<tr><td colspan=4000000000>cell</td></tr>", head="<table>")), {"default": {"not_json": 1}, "transforms": {"html_budget": 1, "not_json": 1}}, like="page"),
     Case("whitespace", result(repeat("a \t \n\n\n  \t")), {"default": {"not_json": 1}, "transforms": {"cleaned": 1, "clean_collapse_whitespace": 1, "bytes_before": -1, "bytes_after": -1, "not_json": 1}}, {"transforms": collapsed}, like="plain_text"),
+    # The JSON walks (validation, compaction, TOON's parse): nesting, escapes,
+    # a wide object, a huge number; the ordinary input is a pretty table.
+    Case("pretty_table", result(pretty_table()), {"default": {"cleaned": 1, "clean_compact_json": 1, "encoded": 1, "bytes_before": -1, "bytes_after": -1}, "transforms": {"cleaned": 1, "clean_compact_json": 1, "encoded": 1, "bytes_before": -1, "bytes_after": -1}}, {"default": lambda b: None, "transforms": lambda b: None}),
+    *[
+        Case(name, result(text), {"default": counts, "transforms": counts}, compact and {"default": compacted(text), "transforms": compacted(text)} or {}, like="pretty_table")
+        for name, text in json_walks().items()
+        for counts, compact in [JSON_WALK_COUNTS[name]]
+    ],
     # TOON: what only the generic path decides.
     Case("toon_sparse_rows", result(sparse_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
     Case("toon_group_rows", result(group_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
@@ -270,7 +333,7 @@ MARKER_KEY = "e2e-marker-key-0123456789"
 SERVER_MARKER = Case("server_marker", result(harness.MARKER + "\n" + SMALL_TABLE), {})
 KEYED_TABLE = Case("keyed_table", call_of(1, "fetch")[1], {})
 BY_NAME = {c.name: c for c in CASES}
-HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "sse_table_events", "small")]
+HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "pretty_table", "sse_table_events", "small")]
 # Issue 13's stalls, each as one SSE event on a stream the upstream keeps
 # open (raw_server.py `gate`): the event goes out when the test opens the
 # gate, the stream ends when the test releases it or HOLD_S seconds later.

@@ -60,21 +60,27 @@ def test_apisix_body_properties_are_set_where_bodies_are_read(demo, work_dir):
     try:
         direct = harness.call_tool(demo.url, "list_users")
         via = harness.call_tool(f"{base}/mcp", "list_users")  # request and response read
-        listing = harness.post(f"{base}/mcp", harness.jsonrpc("tools/list"))  # request read only
+        # An MCP 2026-07-28 request names its method in Mcp-Method: a
+        # listing the plugin leaves alone is decided at its headers, and
+        # an earlier client's (no such header) has its request read.
+        listing = harness.post(f"{base}/mcp", harness.jsonrpc("tools/list"))  # neither
+        older = httpx.post(f"{base}/mcp", json=harness.jsonrpc("tools/list"), timeout=10,
+                           headers={"accept": "application/json, text/event-stream"})  # request only
         other = httpx.get(f"{base}/nothing-here", timeout=10)  # neither
         deadline = time.monotonic() + 10
         lines: list[str] = []
-        while len(lines) < 3 and time.monotonic() < deadline:
+        while len(lines) < 4 and time.monotonic() < deadline:
             lines = [l for l in log.read_text().splitlines() if l.startswith("[props]")] if log.exists() else []
             time.sleep(0.1)
     finally:
         proc.stop()
     # The stream still works as on any listener: encoded, never broken.
-    assert via.status_code == 200 and listing.status_code == 200
+    assert via.status_code == 200 and listing.status_code == 200 and older.status_code == 200
     assert via.json()["result"]["content"][0]["text"].startswith(harness.MARKER)
     assert len(via.content) < len(direct.content)
     assert lines == [
         "[props] POST tools/call 200 req=true resp=true",
-        "[props] POST tools/list 200 req=true resp=-",
+        "[props] POST tools/list 200 req=- resp=-",
+        "[props] POST - 200 req=true resp=-",  # the log line shows Mcp-Method
         f"[props] GET - {other.status_code} req=- resp=-",
     ], lines

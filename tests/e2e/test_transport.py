@@ -190,10 +190,14 @@ def test_server_entries_match_route_cluster_and_authority(demo, envoy):
     # route "mcp" + cluster "mcp_upstream": that entry's per-tool override.
     assert call_tool(url, "list_users").headers["x-mcp-toon"] == "encoded=0 passthrough=mode_off:1"
     assert first_text(call_tool(url, "search_orders")).startswith(MARKER)
-    # An :authority match comes first and turns everything off.
+    # An :authority match comes first and turns everything off: its
+    # streams pass at their request headers, unread (no summary header),
+    # counted `policy_off`.
+    before = envoy.prometheus().get("mcp_toon_passthrough_policy_off", 0)
     quiet = call_tool(url.replace("127.0.0.1", "localhost"), "search_orders")
-    assert quiet.headers["x-mcp-toon"] == "encoded=0 passthrough=mode_off:1"
+    assert "x-mcp-toon" not in quiet.headers
     assert quiet.content == call_tool(demo.url, "search_orders").content
+    assert envoy.prometheus()["mcp_toon_passthrough_policy_off"] == before + 1
 
 
 def test_hold_headers_without_envoy_support_stalls_the_stream(demo, envoy):

@@ -73,6 +73,8 @@ fn request(
         accept: Some(accept),
         end_of_stream: false,
         headers: &headers,
+        mcp_method: None,
+        mcp_name: None,
     });
     assert!(plan.pause_headers, "paging holds request headers");
     let (a, b) = body.split_at(body.len() / 2);
@@ -332,6 +334,8 @@ fn without_paging_nothing_waits_and_nothing_is_answered_locally() {
         accept: Some("application/json"),
         end_of_stream: false,
         headers: &[],
+        mcp_method: None,
+        mcp_name: None,
     });
     assert!(!plan.pause_headers);
     let step = e.request_chunk(

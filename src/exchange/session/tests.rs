@@ -58,6 +58,8 @@ fn post_with(
         accept: None,
         end_of_stream: false,
         headers: &[],
+        mcp_method: None,
+        mcp_name: None,
     });
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#

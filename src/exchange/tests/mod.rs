@@ -19,6 +19,8 @@ fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> Req
         accept: Some("application/json, text/event-stream"),
         end_of_stream: false,
         headers: &[],
+        mcp_method: None,
+        mcp_name: None,
     }
 }
 
