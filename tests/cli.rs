@@ -586,3 +586,29 @@ fn measure_shows_what_a_budget_cuts() {
         "{result}"
     );
 }
+
+/// The CLI goes through the gates the plugin does: a body past
+/// `max_body_bytes` passes whole, as in Envoy, counted
+/// `response_too_large`, and measures as unchanged.
+#[test]
+fn measure_passes_a_body_past_max_body_bytes_as_the_plugin_does() {
+    let config = temp("small-body.json");
+    std::fs::write(&config, r#"{"max_body_bytes":1024}"#).unwrap();
+    let m = measure_json(&["--config", config.to_str().unwrap()]);
+    let p = payload(&m, "tabular-list.json");
+    let rows = p["rows"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{p}");
+    for row in rows {
+        assert_eq!(
+            stage(row, "response"),
+            Some(("passthrough", Some("response_too_large"))),
+            "{row}"
+        );
+    }
+    let whole = measure_json(&[]);
+    assert_ne!(
+        payload(&whole, "tabular-list.json")["rows"][0]["outcome"],
+        "passthrough",
+        "under the default limit the same payload is encoded"
+    );
+}

@@ -74,6 +74,8 @@ LISTENERS = [
     Listener("held", {"hold_headers": True}),
     Listener("plain", {}, allow_on_headers_stop_iteration=False),
     Listener("trim", {"trim": TRIM}, allow_on_headers_stop_iteration=False),
+    # Paging on: request headers wait until the body says it is no page call.
+    Listener("paged", {"hold_headers": True, "paging": {"enabled": True}}),
 ]
 VIA = ["held", "plain"]
 PROTOCOLS = ["h1", "h2"]
@@ -320,6 +322,20 @@ def test_request_ending_with_trailers_reaches_the_server_without_the_intent(envo
     expected = json.loads(body)
     del expected["params"]["arguments"]["expected_info"]
     assert reached == expected
+    assert got["trailers"] == [["x-request-digest", "abc"]]
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS)
+def test_request_with_trailers_behind_held_request_headers(envoy, proto):
+    """With paging on, the request headers wait for the body (a page call is
+    answered without the server); a request that ends with trailers reaches
+    the server whole, headers, body and trailers, as through Envoy alone."""
+    body = call("ids only")
+    trailers = [("x-request-digest", "abc")]
+    via = fetch(envoy, "paged", "echo", proto, body=body, trailers=trailers)
+    assert via.complete
+    got = json.loads(json.loads(via.body)["result"]["content"][0]["text"])
+    assert base64.b64decode(got["body_b64"]) == body
     assert got["trailers"] == [["x-request-digest", "abc"]]
 
 
