@@ -482,8 +482,8 @@ that (`rule_ms`). {"Every case stayed within it." if not over else "Over it: " +
 
 A small request on the same worker while each gated hostile event is on
 its way through it, against the same request alone (the rule: its time
-alone plus twice Envoy's own time for the hostile result; `bare` is the
-Envoy without the plugin):
+alone plus the time the rule above lets the hostile result take; `bare` is
+the Envoy without the plugin):
 
 {chr(10).join(blines)}
 """

@@ -326,6 +326,37 @@ fn json_tiny_strings(n: usize) -> Case {
     text_result(&format!("[{}\"z\"]", inner))
 }
 
+fn json_wide_object(n: usize) -> Case {
+    // One object of very many members, written with `", "` and `": "`
+    // separators: compaction rewrites it, TOON classifies it.
+    let mut text = String::from("{");
+    let mut i = 0;
+    while text.len() < n {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&format!("\"k{i}\": {i}"));
+        i += 1;
+    }
+    text.push('}');
+    text_result(&text)
+}
+
+fn toon_wide_envelope(n: usize) -> Case {
+    // An envelope: very many scalar members around one table (each key
+    // checked against the others for duplicates).
+    let mut text = String::from(
+        "{\"rows\":[{\"a\":1,\"b\":2},{\"a\":3,\"b\":4},{\"a\":5,\"b\":6},{\"a\":7,\"b\":8}]",
+    );
+    let mut i = 0;
+    while text.len() < n {
+        text.push_str(&format!(",\"k{i}\":{i}"));
+        i += 1;
+    }
+    text.push('}');
+    text_result(&text)
+}
+
 fn json_escapes(n: usize) -> Case {
     let inner = repeat("\\u00e9\\n\\\"", n);
     text_result(&format!("[\"{inner}\"]"))
@@ -579,6 +610,70 @@ fn result_many_items(n: usize) -> Case {
     }
 }
 
+/// A call of the tool `budgeted`, which main.rs gives a budget of 200
+/// tokens: its result is cut.
+const BUDGETED_CALL: &[u8] =
+    br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"budgeted","arguments":{}}}"#;
+
+fn budgeted(items: Vec<serde_json::Value>) -> Case {
+    Case {
+        request: BUDGETED_CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn budget_many_items(n: usize) -> Case {
+    // Every item a page of its own: the notice counts the items after the
+    // first page.
+    let items = (0..n / 60)
+        .map(|i| json!({"type": "text", "text": format!("item {i} {}", "w ".repeat(10))}))
+        .collect();
+    budgeted(items)
+}
+
+fn budget_table(n: usize) -> Case {
+    let mut rows = Vec::new();
+    let mut size = 2;
+    let mut i = 0;
+    while size < n {
+        let row = json!({"id": i, "name": format!("user-{i}"), "active": i % 2 == 0});
+        size += row.to_string().len() + 1;
+        rows.push(row);
+        i += 1;
+    }
+    budgeted(vec![
+        json!({"type": "text", "text": serde_json::Value::Array(rows).to_string()}),
+    ])
+}
+
+fn budget_batch(n: usize) -> Case {
+    // A batch of many calls of the budgeted tool, each result over its
+    // budget: every result finds its own blocks among all of them.
+    let calls = n / 1800;
+    let request: Vec<_> = (0..calls)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "budgeted", "arguments": {}}}))
+        .collect();
+    let text = "a line of a log\n".repeat(100);
+    let response: Vec<_> = (0..calls)
+        .rev()
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": text}]}}))
+        .collect();
+    Case {
+        request: serde_json::to_vec(&request).unwrap_or_default(),
+        content_type: "application/json",
+        response: serde_json::to_vec(&response).unwrap_or_default(),
+    }
+}
+
+fn budget_lines(n: usize) -> Case {
+    budgeted(vec![
+        json!({"type": "text", "text": repeat("a line of a log\n", n)}),
+    ])
+}
+
 macro_rules! families {
     ($($name:ident: $target:literal,)*) => {
         pub const ALL: &[Family] = &[$(Family { name: stringify!($name), target: $target, make: $name },)*];
@@ -625,8 +720,10 @@ families! {
     json_nulls: "JSON: many null members",
     json_tiny_strings: "JSON: many tiny strings",
     json_escapes: "JSON: one string of escapes",
+    json_wide_object: "JSON: one object of very many members",
     toon_tiny_rows: "TOON: very many tiny rows",
     toon_wide_rows: "TOON: rows of very many keys",
+    toon_wide_envelope: "TOON: one table among very many members",
     toon_reordered_keys: "TOON: a field group's keys in opposite orders",
     toon_near_keys: "TOON: keys that almost collide",
     toon_group_rows: "TOON: field groups in changing key order",
@@ -646,4 +743,8 @@ families! {
     request_many_arguments: "request: arguments of many members",
     request_deep_arguments: "request: deeply nested arguments",
     result_many_items: "response: many content items",
+    budget_many_items: "budget: many items, each a page",
+    budget_table: "budget: one table cut into pages of rows",
+    budget_lines: "budget: text cut into pages of lines",
+    budget_batch: "budget: a batch of many results over budget",
 }

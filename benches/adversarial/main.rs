@@ -57,16 +57,19 @@ const SIZES: [usize; 4] = [128 << 10, 256 << 10, 512 << 10, 1 << 20];
 /// instruction counts on families that pass by time).
 const MAX_RATIO: f64 = 2.6;
 
-/// Every clean transform on; bodies up to 4 MiB examined.
+/// Every clean transform on; bodies up to 4 MiB examined; the tool
+/// `budgeted` (the budget families) cut to 200 tokens.
 const TRANSFORMS_ON: &str = r#"{
   "clean": {"html_to_markdown": true, "strip_base64": true, "collapse_whitespace": true,
             "remove_nulls": true, "compact_json": true},
   "trim": {"enabled": false},
   "max_body_bytes": 4194304,
-  "max_event_bytes": 4194304
+  "max_event_bytes": 4194304,
+  "tools": {"budgeted": {"budget": {"tokens": 200}}}
 }"#;
 
-const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_event_bytes": 4194304}"#;
+const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_event_bytes": 4194304,
+  "tools": {"budgeted": {"budget": {"tokens": 200}}}}"#;
 
 /// Envoy hands the body over in chunks of about this size.
 const CHUNK: usize = 16 << 10;

@@ -72,13 +72,19 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
     edits: &mut Edits,
     report: &mut crate::report::Report,
 ) {
+    // The blocks of each result by its id, found once: a batch of many
+    // results, or a result of many items, must not cost the square of
+    // their number (issue 13).
+    let mut by_id: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        by_id.entry(b.id.as_str()).or_default().push(i);
+    }
+    let by_id: std::collections::HashMap<String, Vec<usize>> = by_id
+        .into_iter()
+        .map(|(id, positions)| (id.to_string(), positions))
+        .collect();
     for shape in shapes {
-        let positions: Vec<usize> = blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.id == shape.id)
-            .map(|(i, _)| i)
-            .collect();
+        let positions: Vec<usize> = by_id.get(&shape.id).cloned().unwrap_or_default();
         let Some(policy) = positions
             .first()
             .and_then(|&i| blocks.get(i))
@@ -150,9 +156,17 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
         let first = done.plan.pages.first();
         let mut out: Vec<String> = Vec::with_capacity(shape.items.len() + 1);
         let mut shown = 0usize;
+        // Item index → its block among `positions` (the first, as a
+        // search from the start would find).
+        let mut block_of: Vec<Option<usize>> = vec![None; shape.items.len()];
+        for (k, &j) in indexes.iter().enumerate() {
+            if let Some(slot @ None) = block_of.get_mut(j) {
+                *slot = Some(k);
+            }
+        }
         for (j, span) in shape.items.iter().enumerate() {
             let raw = base.get(span.clone()).unwrap_or("");
-            let Some(k) = indexes.iter().position(|&x| x == j) else {
+            let Some(k) = block_of.get(j).copied().flatten() else {
                 out.push(raw.to_string());
                 continue;
             };

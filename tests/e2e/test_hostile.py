@@ -293,8 +293,10 @@ CASES = [
     # None is followed (nothing of them is kept); every table passes as sent.
     Case("request_long_ids", LONG_IDS_RESPONSE, {"default": {"id_too_long": len(LONG_IDS_REQUEST)}, "transforms": {"id_too_long": len(LONG_IDS_REQUEST)}}, like="batch_in_order", request=LONG_IDS_REQUEST),
     # SSE framing: an event that never ends, one whose JSON never closes.
-    Case("sse_no_end", sse("data: " + "x" * MB), {"default": {"stream_truncated": 1}, "transforms": {"stream_truncated": 1}}, content_type="text/event-stream"),
-    Case("sse_unclosed_quote", sse('data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + "x" * MB + "\n\n"), {"default": {"malformed_response": 1}, "transforms": {"malformed_response": 1}}, content_type="text/event-stream"),
+    Case("sse_no_end", sse("data: " + "x" * MB), {"default": {"stream_truncated": 1}, "transforms": {"stream_truncated": 1}}, like="sse_text_event", content_type="text/event-stream"),
+    Case("sse_unclosed_quote", sse('data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"' + "x" * MB + "\n\n"), {"default": {"malformed_response": 1}, "transforms": {"malformed_response": 1}}, like="sse_text_event", content_type="text/event-stream"),
+    # Their ordinary counterpart: one event of the same size, a text result.
+    Case("sse_text_event", sse_events(repeat("just some words in a sentence. "), n=1), {"default": {"not_json": 1}, "transforms": {"not_json": 1}}, content_type="text/event-stream"),
     # One TOON budget per event: many events of generic-path tables.
     # The first event's table uses the stream's generic budget (16 KiB), the
     # others find it spent.
@@ -333,7 +335,7 @@ MARKER_KEY = "e2e-marker-key-0123456789"
 SERVER_MARKER = Case("server_marker", result(harness.MARKER + "\n" + SMALL_TABLE), {})
 KEYED_TABLE = Case("keyed_table", call_of(1, "fetch")[1], {})
 BY_NAME = {c.name: c for c in CASES}
-HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "pretty_table", "sse_table_events", "small")]
+HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "pretty_table", "sse_table_events", "sse_text_event", "small")]
 # Issue 13's stalls, each as one SSE event on a stream the upstream keeps
 # open (raw_server.py `gate`): the event goes out when the test opens the
 # gate, the stream ends when the test releases it or HOLD_S seconds later.

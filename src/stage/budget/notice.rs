@@ -69,17 +69,14 @@ pub fn first(
             range(&mut out, p.kind, &p.units, p.total);
             let _ = write!(out, " of content[{}].", index(p.item));
         }
+        // A set: a result of very many items, each a page of its own,
+        // would cost the square of their number with a list (issue 13).
         let items_after = plan
             .pages
             .iter()
             .map(|q| q.item)
             .filter(|&i| i != p.item)
-            .fold(Vec::new(), |mut v, i| {
-                if !v.contains(&i) {
-                    v.push(i);
-                }
-                v
-            })
+            .collect::<std::collections::HashSet<usize>>()
             .len();
         let rest = p.total.saturating_sub(p.units.end);
         let _ = write!(out, " Not shown: {rest} {}", p.kind.name());

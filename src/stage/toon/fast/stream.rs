@@ -188,12 +188,14 @@ impl Writer {
             }
         }
         c.close();
-        // Duplicate keys are the generic path's to count.
-        let distinct = keys
-            .iter()
-            .enumerate()
-            .all(|(i, k)| keys.iter().take(i).all(|p| p != k));
-        (table && distinct).then_some(())
+        if !table {
+            return None;
+        }
+        // Duplicate keys are the generic path's to count. A set, not a
+        // scan of the keys before each: an object of very many members
+        // would cost the square of their number (issue 13).
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        keys.iter().all(|k| seen.insert(k.as_ref())).then_some(())
     }
 
     /// Starts a line at `depth`; where its content starts.
