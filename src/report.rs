@@ -262,20 +262,22 @@ impl Report {
 
 fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
     type Key<'a> = (Option<&'a str>, Option<usize>);
-    let mut blocks: Vec<(Key, usize, usize)> = Vec::new();
+    // By block, in a map: a result (or a listing) of very many changed
+    // blocks must not cost the square of their number (issue 13).
+    let mut blocks: std::collections::HashMap<Key, (usize, usize)> =
+        std::collections::HashMap::new();
     for d in decisions
         .iter()
         .filter(|d| d.outcome.changed() && d.block.is_some())
     {
-        let key = (d.id.as_deref(), d.block);
-        match blocks.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, _, after)) => *after = d.bytes_after,
-            None => blocks.push((key, d.bytes_before, d.bytes_after)),
-        }
+        blocks
+            .entry((d.id.as_deref(), d.block))
+            .and_modify(|(_, after)| *after = d.bytes_after)
+            .or_insert((d.bytes_before, d.bytes_after));
     }
     blocks
-        .iter()
-        .fold((0, 0), |(b, a), (_, x, y)| (b + x, a + y))
+        .values()
+        .fold((0, 0), |(b, a), (x, y)| (b + x, a + y))
 }
 
 #[cfg(test)]

@@ -668,6 +668,91 @@ fn budget_batch(n: usize) -> Case {
     }
 }
 
+fn result_many_changed_items(n: usize) -> Case {
+    // Many small JSON items, each compacted: a decision per block.
+    let items: Vec<_> = (0..n / 60)
+        .map(|i| json!({"type": "text", "text": format!("{{\"id\": {i}, \"ok\": true}}")}))
+        .collect();
+    Case {
+        request: CALL.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn listing_many_tools(n: usize) -> Case {
+    // A tools/list of very many tools: each annotated (annotate_tools),
+    // given the query argument, its declared arguments recorded.
+    let tools: Vec<_> = (0..n / 300)
+        .map(|i| {
+            json!({"name": format!("tool_{i}"), "description": "Lists things of a kind, with filters.",
+                   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["q"]}})
+        })
+        .collect();
+    Case {
+        request: br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+/// A call of the tool `projected` (operator rules in main.rs), with an
+/// agent query when given.
+fn projected(text: &str, query: Option<&str>) -> Case {
+    let mut args = serde_json::Map::new();
+    if let Some(q) = query {
+        args.insert("jmespath".into(), json!(q));
+    }
+    Case {
+        request: json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "projected", "arguments": args}})
+            .to_string()
+            .into_bytes(),
+        content_type: "application/json",
+        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}})
+            .to_string()
+            .into_bytes(),
+    }
+}
+
+fn api_rows(n: usize) -> String {
+    let mut rows = Vec::new();
+    let mut size = 2;
+    let mut i = 0;
+    while size < n {
+        let row = json!({"id": i, "node_id": format!("N_{i}"), "url": format!("https://api.example/x/{i}"),
+                         "owner": {"login": format!("u{i}"), "avatar_url": "https://a.example/u.png", "url": "https://api.example/u"},
+                         "labels": [{"name": "bug", "url": "https://api.example/l/bug"}]});
+        size += row.to_string().len() + 1;
+        rows.push(row);
+        i += 1;
+    }
+    serde_json::Value::Array(rows).to_string()
+}
+
+fn project_rules(n: usize) -> Case {
+    projected(&api_rows(n), None)
+}
+
+fn project_rules_deep(n: usize) -> Case {
+    // `**` rules walk every level of deep nesting.
+    let half = n / 16;
+    projected(
+        &format!("{}{}", "{\"a\":[".repeat(half), "]}".repeat(half)),
+        None,
+    )
+}
+
+fn project_query(n: usize) -> Case {
+    projected(
+        &api_rows(n),
+        Some("[?id > `10`].{id: id, login: owner.login, labels: labels[*].name}"),
+    )
+}
+
 fn budget_lines(n: usize) -> Case {
     budgeted(vec![
         json!({"type": "text", "text": repeat("a line of a log\n", n)}),
@@ -747,4 +832,9 @@ families! {
     budget_table: "budget: one table cut into pages of rows",
     budget_lines: "budget: text cut into pages of lines",
     budget_batch: "budget: a batch of many results over budget",
+    listing_many_tools: "listing: very many tools annotated",
+    result_many_changed_items: "response: many content items, each changed",
+    project_rules: "project: operator rules over API rows",
+    project_rules_deep: "project: `**` rules over deep nesting",
+    project_query: "project: an agent query over API rows",
 }

@@ -58,18 +58,22 @@ const SIZES: [usize; 4] = [128 << 10, 256 << 10, 512 << 10, 1 << 20];
 const MAX_RATIO: f64 = 2.6;
 
 /// Every clean transform on; bodies up to 4 MiB examined; the tool
-/// `budgeted` (the budget families) cut to 200 tokens.
+/// `budgeted` (the budget families) cut to 200 tokens, the tool
+/// `projected` under operator rules and agent queries, listings annotated.
 const TRANSFORMS_ON: &str = r#"{
   "clean": {"html_to_markdown": true, "strip_base64": true, "collapse_whitespace": true,
             "remove_nulls": true, "compact_json": true},
   "trim": {"enabled": false},
   "max_body_bytes": 4194304,
   "max_event_bytes": 4194304,
-  "tools": {"budgeted": {"budget": {"tokens": 200}}}
+  "annotate_tools": true,
+  "tools": {"budgeted": {"budget": {"tokens": 200}},
+            "projected": {"project": {"drop": ["**.url", "[].node_id", "[].owner.avatar_url"], "queries": true}}}
 }"#;
 
 const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_event_bytes": 4194304,
-  "tools": {"budgeted": {"budget": {"tokens": 200}}}}"#;
+  "tools": {"budgeted": {"budget": {"tokens": 200}},
+            "projected": {"project": {"drop": ["**.url", "[].node_id", "[].owner.avatar_url"], "queries": true}}}}"#;
 
 /// Envoy hands the body over in chunks of about this size.
 const CHUNK: usize = 16 << 10;
