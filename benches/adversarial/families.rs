@@ -534,6 +534,26 @@ fn sse_tiny_events(n: usize) -> Case {
     sse(body)
 }
 
+fn sse_batch_results(n: usize) -> Case {
+    // A batch of many calls answered on an event stream, one result per
+    // event: every event looks its call up.
+    let calls = n / 110;
+    let request: Vec<_> = (0..calls)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "t", "arguments": {}}}))
+        .collect();
+    let mut body = String::new();
+    for i in (0..calls).rev() {
+        body.push_str(&format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"x\"}}]}}}}\n\n"
+        ));
+    }
+    Case {
+        request: serde_json::to_vec(&request).unwrap_or_default(),
+        content_type: "text/event-stream",
+        response: body.into_bytes(),
+    }
+}
+
 fn sse_comments_cr(n: usize) -> Case {
     sse(repeat(":\r", n))
 }
@@ -822,6 +842,7 @@ families! {
     sse_unclosed_quote: "SSE: an event whose JSON never closes",
     sse_many_data_lines: "SSE: one event of many data: lines",
     sse_tiny_events: "SSE: very many tiny events",
+    sse_batch_results: "SSE: a batch's results, one event each",
     sse_comments_cr: "SSE: comment lines ended by CR",
     sse_fields: "SSE: many non-data fields",
     request_batch: "request: a batch of many calls",

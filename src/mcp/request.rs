@@ -44,18 +44,37 @@ pub struct RequestInfo {
     /// is none of theirs answers nothing this client sent (`unknown_id`).
     /// False where the calls are learnt otherwise (2024-11-05 records).
     pub complete: bool,
+    /// Each call's position by id, built at the first
+    /// [`RequestInfo::index`] and kept: an event stream answering a batch
+    /// asks it once per event.
+    pub(crate) positions: Positions,
 }
+
+/// Call positions by id, once built. Not part of what a request is: two
+/// requests with the same calls are equal whether or not either was
+/// indexed yet.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Positions(std::cell::OnceCell<HashMap<String, usize>>);
+
+impl PartialEq for Positions {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Positions {}
 
 /// [`RequestInfo::index`]: the calls of a request by id.
 #[derive(Debug)]
 pub struct CallIndex<'a> {
-    by_id: HashMap<&'a str, &'a Call>,
+    calls: &'a [Call],
+    by_id: &'a HashMap<String, usize>,
 }
 
 impl<'a> CallIndex<'a> {
     /// The request a response id answers.
     pub fn call(&self, id: &str) -> Option<&'a Call> {
-        self.by_id.get(id).copied()
+        self.by_id.get(id).and_then(|&i| self.calls.get(i))
     }
 }
 
@@ -93,14 +112,22 @@ impl RequestInfo {
 
     /// The calls by id, for answering many lookups: a batch of `n`
     /// responses to a batch of `n` calls would cost `n²` comparisons with
-    /// [`RequestInfo::call`] (issue 13). The first call of an id wins, as
-    /// with `call`.
+    /// [`RequestInfo::call`], and so would building the index again for
+    /// each of `n` events answering it (issue 13). The first call of an id
+    /// wins, as with `call`. Built once; the calls' ids and order must not
+    /// change after (the exchange only clears a call's query).
     pub fn index(&self) -> CallIndex<'_> {
-        let mut by_id = HashMap::with_capacity(self.calls.len());
-        for c in &self.calls {
-            by_id.entry(c.id.as_str()).or_insert(c);
+        let by_id = self.positions.0.get_or_init(|| {
+            let mut by_id = HashMap::with_capacity(self.calls.len());
+            for (i, c) in self.calls.iter().enumerate() {
+                by_id.entry(c.id.clone()).or_insert(i);
+            }
+            by_id
+        });
+        CallIndex {
+            calls: &self.calls,
+            by_id,
         }
-        CallIndex { by_id }
     }
 
     /// The request a response id answers.

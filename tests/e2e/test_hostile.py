@@ -200,6 +200,12 @@ def sse(body: str) -> bytes:
     return body.encode()
 
 
+def sse_batch() -> bytes:
+    """BATCH_REQUEST's results, one event each, in reverse order."""
+    results = json.loads(batch()[1])
+    return "".join("event: message\ndata: " + json.dumps(r, separators=(",", ":")) + "\n\n" for r in results).encode()
+
+
 def sse_events(text: str, n: int = MB) -> bytes:
     """Events each carrying `text` as a tool result, to about `n` bytes."""
     event = "event: message\ndata: " + result(text).decode() + "\n\n"
@@ -289,6 +295,8 @@ CASES = [
     Case("toon_group_rows", result(group_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
     # The request parse: every result of a batch finds its call.
     Case("request_batch", BATCH_RESPONSE, {"default": {"below_min_bytes": len(BATCH_REQUEST)}, "transforms": {"below_min_bytes": len(BATCH_REQUEST)}}, like="batch_in_order", request=BATCH_REQUEST),
+    # The same batch answered on an event stream, one result per event.
+    Case("request_batch_sse", sse_batch(), {"default": {"below_min_bytes": len(BATCH_REQUEST)}, "transforms": {"below_min_bytes": len(BATCH_REQUEST)}}, like="batch_in_order", content_type="text/event-stream", request=BATCH_REQUEST),
     # Bounded state: thousands of calls whose ids are past max_id_bytes.
     # None is followed (nothing of them is kept); every table passes as sent.
     Case("request_long_ids", LONG_IDS_RESPONSE, {"default": {"id_too_long": len(LONG_IDS_REQUEST)}, "transforms": {"id_too_long": len(LONG_IDS_REQUEST)}}, like="batch_in_order", request=LONG_IDS_REQUEST),
