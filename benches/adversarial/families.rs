@@ -617,17 +617,22 @@ fn request_deep_arguments(n: usize) -> Case {
     }
 }
 
-fn result_many_items(n: usize) -> Case {
-    let items: Vec<_> = (0..n / 40)
-        .map(|i| json!({"type": "text", "text": format!("item {i}")}))
-        .collect();
+/// A call of `request`'s tool answered with these content items.
+fn items_result(request: &[u8], items: Vec<serde_json::Value>) -> Case {
     Case {
-        request: CALL.to_vec(),
+        request: request.to_vec(),
         content_type: "application/json",
         response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
             .to_string()
             .into_bytes(),
     }
+}
+
+fn result_many_items(n: usize) -> Case {
+    let items = (0..n / 40)
+        .map(|i| json!({"type": "text", "text": format!("item {i}")}))
+        .collect();
+    items_result(CALL, items)
 }
 
 /// A call of the tool `budgeted`, which main.rs gives a budget of 200
@@ -636,13 +641,7 @@ const BUDGETED_CALL: &[u8] =
     br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"budgeted","arguments":{}}}"#;
 
 fn budgeted(items: Vec<serde_json::Value>) -> Case {
-    Case {
-        request: BUDGETED_CALL.to_vec(),
-        content_type: "application/json",
-        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
-            .to_string()
-            .into_bytes(),
-    }
+    items_result(BUDGETED_CALL, items)
 }
 
 fn budget_many_items(n: usize) -> Case {
@@ -690,16 +689,10 @@ fn budget_batch(n: usize) -> Case {
 
 fn result_many_changed_items(n: usize) -> Case {
     // Many small JSON items, each compacted: a decision per block.
-    let items: Vec<_> = (0..n / 60)
+    let items = (0..n / 60)
         .map(|i| json!({"type": "text", "text": format!("{{\"id\": {i}, \"ok\": true}}")}))
         .collect();
-    Case {
-        request: CALL.to_vec(),
-        content_type: "application/json",
-        response: json!({"jsonrpc": "2.0", "id": 1, "result": {"content": items}})
-            .to_string()
-            .into_bytes(),
-    }
+    items_result(CALL, items)
 }
 
 fn listing_many_tools(n: usize) -> Case {
