@@ -190,15 +190,26 @@ fn html_span_end_walk(n: usize) -> Case {
     text_result(&s)
 }
 
-fn html_many_attributes(n: usize) -> Case {
-    let mut s = String::from("<html><body><div");
+/// `head`, then `part(0)`, `part(1)`… until the text reaches `n` bytes,
+/// then `tail`.
+fn grown(head: &str, n: usize, part: impl Fn(usize) -> String, tail: &str) -> String {
+    let mut s = String::from(head);
     let mut i = 0;
     while s.len() < n {
-        s.push_str(&format!(" a{i}"));
+        s.push_str(&part(i));
         i += 1;
     }
-    s.push_str(">x</div>");
-    text_result(&s)
+    s.push_str(tail);
+    s
+}
+
+fn html_many_attributes(n: usize) -> Case {
+    text_result(&grown(
+        "<html><body><div",
+        n,
+        |i| format!(" a{i}"),
+        ">x</div>",
+    ))
 }
 
 fn html_attributes_per_tag(n: usize) -> Case {
@@ -329,32 +340,19 @@ fn json_tiny_strings(n: usize) -> Case {
 fn json_wide_object(n: usize) -> Case {
     // One object of very many members, written with `", "` and `": "`
     // separators: compaction rewrites it, TOON classifies it.
-    let mut text = String::from("{");
-    let mut i = 0;
-    while text.len() < n {
-        if i > 0 {
-            text.push_str(", ");
-        }
-        text.push_str(&format!("\"k{i}\": {i}"));
-        i += 1;
-    }
-    text.push('}');
-    text_result(&text)
+    let member = |i: usize| {
+        let comma = if i > 0 { ", " } else { "" };
+        format!("{comma}\"k{i}\": {i}")
+    };
+    text_result(&grown("{", n, member, "}"))
 }
 
 fn toon_wide_envelope(n: usize) -> Case {
     // An envelope: very many scalar members around one table (each key
     // checked against the others for duplicates).
-    let mut text = String::from(
-        "{\"rows\":[{\"a\":1,\"b\":2},{\"a\":3,\"b\":4},{\"a\":5,\"b\":6},{\"a\":7,\"b\":8}]",
-    );
-    let mut i = 0;
-    while text.len() < n {
-        text.push_str(&format!(",\"k{i}\":{i}"));
-        i += 1;
-    }
-    text.push('}');
-    text_result(&text)
+    let rows =
+        "{\"rows\":[{\"a\":1,\"b\":2},{\"a\":3,\"b\":4},{\"a\":5,\"b\":6},{\"a\":7,\"b\":8}]";
+    text_result(&grown(rows, n, |i| format!(",\"k{i}\":{i}"), "}"))
 }
 
 fn json_escapes(n: usize) -> Case {

@@ -63,29 +63,20 @@ impl Exchange {
             return false;
         };
         let s = &self.settings;
-        let unchanged = match method {
-            mcp::TOOLS_CALL => name.is_some_and(|tool| {
-                tool.len() <= s.max_tool_name_bytes
-                    && !s.queries_anywhere()
-                    && !(s.paging_anywhere() && tool == s.paging.tool_name)
-                    && s.policy(self.scope, Some(tool)).changes_nothing()
-            }),
-            mcp::TOOLS_LIST => !s.rewrites_listings(),
-            _ => true,
-        };
-        if !unchanged {
+        // A call's tool must be named, within the limit the body's would
+        // be held to; whether it carries a query is not known before the
+        // body, so where queries are taken anywhere it may.
+        let named = name.is_some_and(|tool| tool.len() <= s.max_tool_name_bytes);
+        if method == mcp::TOOLS_CALL && !named {
+            return false;
+        }
+        if !self.call_unchanged(method, name, s.queries_anywhere()) {
             return false;
         }
         if method == mcp::TOOLS_CALL {
-            // As `decided_at_request` counts a call it will not read, by the
-            // tool the header names (no id: the body is not read).
-            self.report.push(Decision {
-                stage: Stage::Toon,
-                tool: name.map(str::to_string),
-                ..Decision::response(Reason::ModeOff)
-            });
-            self.phase = Phase::Done;
-            self.summary_at_headers = self.settings.hold_headers;
+            // Counted as a call read from the body would be, by the tool
+            // the header names (no id: the body is not read).
+            self.decided_at_request(std::iter::once((None, name)));
         } else {
             self.pass_unrecorded(Reason::NotToolsCall);
         }
@@ -251,7 +242,12 @@ impl Exchange {
         } else if self.session.is_none() && self.answers_unchanged(&info) {
             // A 2024-11-05 POST's answer travels on the GET stream, which
             // decides (and counts) it there.
-            self.decided_at_request(&info);
+            self.decided_at_request(
+                info.calls
+                    .iter()
+                    .filter(|c| c.method == mcp::TOOLS_CALL)
+                    .map(|c| (Some(c.id.as_str()), c.tool.as_deref())),
+            );
         } else {
             self.request = info;
             self.phase = Phase::Interested;
@@ -267,32 +263,39 @@ impl Exchange {
     /// rewritten. Then the response is never read (DESIGN "Off means off,
     /// and costs (almost) nothing").
     fn answers_unchanged(&self, info: &RequestInfo) -> bool {
-        let s = &self.settings;
-        let page_tool =
-            |tool: Option<&str>| s.paging_anywhere() && tool == Some(s.paging.tool_name.as_str());
-        info.calls.iter().all(|c| match c.method.as_str() {
-            mcp::TOOLS_CALL => {
-                c.query.is_none()
-                    && !page_tool(c.tool.as_deref())
-                    && self
-                        .settings
-                        .policy(self.scope, c.tool.as_deref())
-                        .changes_nothing()
-            }
-            mcp::TOOLS_LIST => !self.settings.rewrites_listings(),
-            _ => true,
-        })
+        info.calls
+            .iter()
+            .all(|c| self.call_unchanged(&c.method, c.tool.as_deref(), c.query.is_some()))
     }
 
-    /// Records each call as TOON `mode_off` (the one reason a block under
-    /// such a policy would get), once per call since no block is looked at,
-    /// and stops.
-    fn decided_at_request(&mut self, info: &RequestInfo) {
-        for call in info.calls.iter().filter(|c| c.method == mcp::TOOLS_CALL) {
+    /// No stage can change the answer to one request: a `tools/call` of a
+    /// tool whose policy changes nothing, without a query (`query`: it
+    /// carries one, or may) and other than the page tool where paging is
+    /// on; `tools/list` where no listing changes; any other method.
+    fn call_unchanged(&self, method: &str, tool: Option<&str>, query: bool) -> bool {
+        let s = &self.settings;
+        match method {
+            mcp::TOOLS_CALL => {
+                let page_tool = s.paging_anywhere() && tool == Some(s.paging.tool_name.as_str());
+                !query && !page_tool && s.policy(self.scope, tool).changes_nothing()
+            }
+            mcp::TOOLS_LIST => !s.rewrites_listings(),
+            _ => true,
+        }
+    }
+
+    /// Records each `tools/call` (its id, where the body was read, and its
+    /// tool) as TOON `mode_off` (the one reason a block under such a policy
+    /// would get), once per call since no block is looked at, and stops.
+    fn decided_at_request<'a>(
+        &mut self,
+        calls: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
+    ) {
+        for (id, tool) in calls {
             self.report.push(Decision {
                 stage: Stage::Toon,
-                id: Some(call.id.clone()),
-                tool: call.tool.clone(),
+                id: id.map(str::to_string),
+                tool: tool.map(str::to_string),
                 ..Decision::response(Reason::ModeOff)
             });
         }

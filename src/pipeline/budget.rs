@@ -75,14 +75,10 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
     // The blocks of each result by its id, found once: a batch of many
     // results, or a result of many items, must not cost the square of
     // their number (issue 13).
-    let mut by_id: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    let mut by_id: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
     for (i, b) in blocks.iter().enumerate() {
-        by_id.entry(b.id.as_str()).or_default().push(i);
+        by_id.entry(b.id.clone()).or_default().push(i);
     }
-    let by_id: std::collections::HashMap<String, Vec<usize>> = by_id
-        .into_iter()
-        .map(|(id, positions)| (id.to_string(), positions))
-        .collect();
     for shape in shapes {
         let positions: Vec<usize> = by_id.get(&shape.id).cloned().unwrap_or_default();
         let Some(policy) = positions
