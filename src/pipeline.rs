@@ -219,12 +219,12 @@ fn read(
     let mut listed = Vec::new();
     // One pass over the body: messages, results and their items as spans
     // (mcp::scan_response).
-    let Some(messages) = mcp::scan_response(body) else {
+    let Some(mut messages) = mcp::scan_response(body) else {
         report.push(Decision::response(Reason::MalformedResponse));
         return None;
     };
     let calls = request.index();
-    for message in &messages {
+    for message in &mut messages {
         let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
             if request.complete && message.id.is_some() {
                 // A response to no request of this body (a server's bug):
@@ -561,7 +561,7 @@ fn tool_call_blocks(
     scope: ServerScope,
     base: &str,
     call: &Call,
-    message: &mcp::Scanned<'_>,
+    message: &mut mcp::Scanned<'_>,
     report: &mut Report,
 ) -> Vec<Block> {
     let at = |reason: Reason, block: Option<usize>| Decision {
@@ -574,7 +574,7 @@ fn tool_call_blocks(
         report.push(at(Reason::JsonRpcError, None));
         return Vec::new();
     }
-    let Some(result) = &message.tool else {
+    let Some(result) = &mut message.tool else {
         report.push(at(Reason::MalformedResponse, None));
         return Vec::new();
     };
@@ -582,14 +582,14 @@ fn tool_call_blocks(
         report.push(at(Reason::IsError, None));
         return Vec::new();
     }
-    let Some(content) = &result.content else {
+    let Some(content) = &mut result.content else {
         report.push(at(Reason::NoContent, None));
         return Vec::new();
     };
     let policy = settings.policy(scope, call.tool.as_deref());
     let structured = result.structured_content.is_some();
     let mut blocks = Vec::new();
-    for (index, item) in content.iter().enumerate() {
+    for (index, item) in content.iter_mut().enumerate() {
         let Some(item) = item else {
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
@@ -598,16 +598,17 @@ fn tool_call_blocks(
             continue;
         }
         let found = item.text.and_then(|l| {
-            let text = item.text_value()?;
-            Some((Edits::span_of_str(base, l)?, text))
+            let (text, layout) = item.take_text()?;
+            Some((Edits::span_of_str(base, l)?, text, layout))
         });
-        let Some((span, text)) = found else {
+        let Some((span, text, layout)) = found else {
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
         };
         blocks.push(Block {
             span,
             text,
+            layout: Some(layout),
             changed: false,
             id: call.id.clone(),
             tool: call.tool.clone(),

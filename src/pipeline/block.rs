@@ -15,6 +15,9 @@ pub(super) struct Block {
     /// Span of the block's JSON string literal in the body.
     pub(super) span: Range<usize>,
     pub(super) text: String,
+    /// Whether the text as read has whitespace between JSON tokens, when
+    /// the scan found it (for clean, the first to look).
+    pub(super) layout: Option<bool>,
     pub(super) changed: bool,
     pub(super) id: String,
     pub(super) tool: Option<String>,
@@ -89,7 +92,7 @@ impl Block {
 
     /// Stage 1, clean: each transform that changed the block is recorded.
     pub(super) fn clean(&mut self, report: &mut Report) {
-        let cleaned = clean::clean(&self.text, &self.policy.clean);
+        let cleaned = clean::clean_known(&self.text, &self.policy.clean, self.layout.take());
         if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
             report.push(self.passthrough(Stage::Clean, reason));
         }

@@ -1,48 +1,138 @@
-//! The value of a JSON value the scanner has checked (RFC 8259 §7), with
-//! serde_json's answers: what `serde_json::from_str::<String>` gives, or
-//! `None` where it refuses (not a string, a lone surrogate escape). The
-//! grammar is not checked again: only literals the scan found come here.
+//! A text item's string literal read once (RFC 8259 §7): checked as the
+//! scan checks every literal, decoded to serde_json's answer (what
+//! `serde_json::from_str::<String>` gives, or no value where it refuses: a
+//! lone surrogate escape), and, on the way, whether the decoded text read
+//! as JSON has whitespace between its tokens (what
+//! [`crate::stage::clean::compact::has_layout`] answers).
 //!
 //! A tool result's text is one long literal, escaped throughout (`\"`
-//! every few bytes when it holds JSON): decoding it is a large share of
-//! reading a result. Here the plain runs between escapes are copied eight
-//! bytes at a time into a buffer sized for them once.
+//! every few bytes when it holds JSON): checking it, decoding it and
+//! looking for layout were three passes and a large share of reading a
+//! result (issue 14). Here the plain runs between escapes are copied eight
+//! bytes at a time, and the layout is read off the escapes: a text of JSON
+//! in a literal has every one of its quotes and backslashes escaped, so it
+//! enters and leaves its strings only at an escape, and a plain run is
+//! wholly inside a string or wholly outside.
 
-/// The decoded value of `literal` (quotes included), a value the scan
-/// checked.
-pub(super) fn unescape(literal: &str) -> Option<String> {
-    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
-    let b = inner.as_bytes();
-    // Bytes, not a `String`: a plain word is copied as a whole eight bytes
-    // (a fixed-size copy, no call) and the copy cut back to a backslash,
-    // which a `String` cannot do inside a character. The result is checked
-    // as UTF-8 once at the end (the input was, and escapes add characters).
-    let mut out: Vec<u8> = Vec::with_capacity(inner.len());
-    let mut at = 0;
+use crate::json::literal::stops;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// What reading a text literal found.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// The value; `None` where serde_json refuses the literal (a lone
+    /// surrogate escape).
+    pub value: Option<String>,
+    /// The value, read as JSON, has whitespace between its tokens. Exact
+    /// when it is one JSON value; on other text the answer is whatever
+    /// the walk found, which compaction does not use.
+    pub layout: bool,
+}
+
+/// Where the decoded text is, read as JSON, at the current byte.
+#[derive(Default)]
+struct Layout {
+    /// Inside a string of the decoded text.
+    in_string: bool,
+    /// Inside a string, right after its backslash: the next character is
+    /// escaped.
+    escaped: bool,
+    found: bool,
+}
+
+impl Layout {
+    /// A plain run of `len` bytes (no quote, backslash or control); `spaces`
+    /// whether one of them is a space.
+    fn run(&mut self, len: usize, spaces: bool) {
+        if len == 0 {
+            return;
+        }
+        if self.in_string {
+            self.escaped = false;
+        } else {
+            self.found |= spaces;
+        }
+    }
+
+    /// A character an escape decoded to.
+    fn escape(&mut self, ch: char) {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if ch == '\\' {
+                self.escaped = true;
+            } else if ch == '"' {
+                self.in_string = false;
+            }
+        } else if ch == '"' {
+            self.in_string = true;
+        } else {
+            self.found |= matches!(ch, ' ' | '\t' | '\n' | '\r');
+        }
+    }
+}
+
+/// The flags of [`stops`] below the first stop in a word, for spaces.
+fn spaces_below(word: u64, bytes: usize) -> bool {
+    let x = word ^ (ONES * u64::from(b' '));
+    let flags = x.wrapping_sub(ONES) & !x & HIGHS;
+    // The lowest flag is exact: a space lies below `bytes` when it is.
+    flags != 0 && (flags.trailing_zeros() as usize) < bytes * 8
+}
+
+/// Reads the literal at the start of `b` (its opening quote): its length,
+/// quotes included, and what it holds; `None` when it is no valid literal
+/// (no closing quote, a raw control character, a bad escape).
+pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
+    if b.first() != Some(&b'"') {
+        return None;
+    }
+    // Sized for the rest of the body at most once per literal: for the
+    // one large text of a result that is its size; a short literal gives
+    // the rest back below.
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() - 1);
+    let mut layout = Layout::default();
+    let mut refused = false;
+    let mut at = 1;
     loop {
-        // Copy the plain run from `at` to the next backslash.
-        let mut found = None;
+        // Copy the plain run from `at` to the next stop.
+        let mut stop = None;
         while let Some(word) = b.get(at..at + 8) {
             let w = <[u8; 8]>::try_from(word).ok()?;
+            let found = stops(u64::from_le_bytes(w));
             out.extend_from_slice(&w);
-            let bs = crate::json::literal::backslashes(u64::from_le_bytes(w));
-            if bs != 0 {
-                let k = (bs.trailing_zeros() / 8) as usize;
+            if found != 0 {
+                let k = (found.trailing_zeros() / 8) as usize;
                 out.truncate(out.len() - (8 - k));
-                found = Some(at + k);
+                layout.run(k, spaces_below(u64::from_le_bytes(w), k));
+                stop = Some(at + k);
                 break;
             }
+            layout.run(8, spaces_below(u64::from_le_bytes(w), 8));
             at += 8;
         }
-        let Some(slash) = found.or_else(|| {
-            let rest = b.get(at..)?;
-            let k = rest.iter().position(|&c| c == b'\\');
-            out.extend_from_slice(rest.get(..k.unwrap_or(rest.len()))?);
-            k.map(|k| at + k)
-        }) else {
-            break;
+        let stop = match stop {
+            Some(stop) => stop,
+            None => {
+                let rest = b.get(at..)?;
+                let k = rest
+                    .iter()
+                    .position(|&c| c < 0x20 || c == b'"' || c == b'\\')?;
+                let run = rest.get(..k)?;
+                out.extend_from_slice(run);
+                layout.run(k, run.contains(&b' '));
+                at + k
+            }
         };
-        at = slash + 1;
+        at = stop + 1;
+        match *b.get(stop)? {
+            b'"' => break,
+            b'\\' => {}
+            // A raw control character.
+            _ => return None,
+        }
         let c = *b.get(at)?;
         at += 1;
         let ch = match c {
@@ -59,37 +149,61 @@ pub(super) fn unescape(literal: &str) -> Option<String> {
                 at += 4;
                 match unit {
                     // A leading surrogate must be followed by `\u` and a
-                    // trailing one (RFC 8259 §7: UTF-16 surrogate pairs).
+                    // trailing one (RFC 8259 §7: UTF-16 surrogate pairs);
+                    // else serde_json refuses the literal, which is still
+                    // one: read on to its end.
                     0xD800..=0xDBFF => {
-                        if b.get(at..at + 2) != Some(b"\\u") {
-                            return None;
+                        let low = match b.get(at..at + 2) {
+                            Some(b"\\u") => hex4(b.get(at + 2..at + 6)?),
+                            _ => None,
+                        };
+                        match low {
+                            Some(low @ 0xDC00..=0xDFFF) => {
+                                at += 6;
+                                let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+                                char::from_u32(code)?
+                            }
+                            _ => {
+                                refused = true;
+                                continue;
+                            }
                         }
-                        let low = hex4(b.get(at + 2..at + 6)?)?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        at += 6;
-                        let code = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-                        char::from_u32(code)?
                     }
-                    0xDC00..=0xDFFF => return None,
+                    0xDC00..=0xDFFF => {
+                        refused = true;
+                        continue;
+                    }
                     _ => char::from_u32(unit)?,
                 }
             }
             _ => return None,
         };
+        layout.escape(ch);
         if ch.is_ascii() {
             out.push(ch as u8);
         } else {
             out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
         }
     }
-    if out.capacity() - out.len() > out.len() / 8 {
-        // A text of JSON is escaped every few bytes: give back the slack
-        // rather than hold it while the stages run.
-        out.shrink_to_fit();
-    }
-    String::from_utf8(out).ok()
+    let value = if refused {
+        None
+    } else {
+        if out.capacity() - out.len() > out.len() / 8 {
+            // A text of JSON is escaped every few bytes, and a short
+            // literal was given the rest of the body: give back the slack
+            // rather than hold it while the stages run.
+            out.shrink_to_fit();
+        }
+        // The body is UTF-8 and escapes add whole characters.
+        String::from_utf8(out).ok()
+    };
+    Some((
+        at,
+        Decoded {
+            value,
+            layout: layout.found,
+        },
+    ))
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {
@@ -98,4 +212,146 @@ fn hex4(digits: &[u8]) -> Option<u32> {
         let v = char::from(d).to_digit(16)?;
         Some(n << 4 | v)
     })
+}
+
+#[cfg(test)]
+// A failed unwrap here is a failed test.
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::read;
+    use crate::stage::clean::compact::has_layout;
+
+    /// `literal` read: serde_json's value, and where that value is one
+    /// JSON text, compaction's answer on layout.
+    fn agrees(literal: &str) {
+        let (len, d) = read(literal.as_bytes()).unwrap();
+        assert_eq!(len, literal.len(), "{literal:?}");
+        let serde = serde_json::from_str::<String>(literal).ok();
+        assert_eq!(d.value, serde, "{literal:?}");
+        if let Some(v) = &serde {
+            if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() {
+                assert_eq!(d.layout, has_layout(v), "{v:?}");
+            }
+        }
+    }
+
+    /// Every character of the text escaped as `\uXXXX` (surrogate pairs
+    /// past the BMP), as some servers write it.
+    fn all_escaped(text: &str) -> String {
+        let mut out = String::from("\"");
+        for unit in text.encode_utf16() {
+            out.push_str(&format!("\\u{unit:04x}"));
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn json_texts_in_both_spellings() {
+        let texts = [
+            r#"{"a":[1,2]}"#,
+            r#"{"a b":"c d","e":"\\","f":"\" ","g":"\\\" \\"}"#,
+            r#""  ""#,
+            r#"["\u0020 ",true,null,-1.5e3]"#,
+            "{\"a\":1 }",
+            "[1,\n2]",
+            " [1]",
+            "[1]\t",
+            "[1]\r\n",
+            r#"{"a":"\\" ,"b":1}"#,
+            r#"{"a":"x\"y" }"#,
+            r#"{"é":"😀 x","long key with spaces":"and a long value with spaces"}"#,
+            r#"[{"id":1,"name":"Widget 1"},{"id":2,"name":"Widget 2"}]"#,
+            r#"[{"id":1,"name":"Widget 1"}, {"id":2,"name":"Widget 2"}]"#,
+            "",
+            "plain prose, not JSON at all",
+        ];
+        for text in texts {
+            agrees(&serde_json::to_string(text).unwrap());
+            agrees(&all_escaped(text));
+        }
+    }
+
+    /// Texts drawn from the characters that move the walk (quotes,
+    /// backslashes, whitespace, structure), each as serde_json writes it
+    /// and with some characters spelled `\uXXXX`.
+    #[test]
+    fn generated_texts() {
+        let alphabet = [
+            "\"", "\\", " ", "\n", "\t", "\r", "a", "é", "😀", "{", "}", "[", "]", ":", ",", "1",
+            "\u{1}", "/", "\"x\"", "\"a b\"",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let literal = serde_json::to_string(&text).unwrap();
+            agrees(&literal);
+            // Re-spell one character in three as `\uXXXX`.
+            let mut mixed = String::from("\"");
+            for ch in text.chars() {
+                if next() % 3 == 0 {
+                    mixed.push_str(&all_escaped(&ch.to_string())[1..][..ch.len_utf16() * 6]);
+                } else {
+                    let one = serde_json::to_string(&ch.to_string()).unwrap();
+                    mixed.push_str(&one[1..one.len() - 1]);
+                }
+            }
+            mixed.push('"');
+            agrees(&mixed);
+        }
+    }
+
+    #[test]
+    fn what_is_no_literal_is_refused() {
+        for bad in [
+            "\"abc",
+            "\"a\u{1}b\"",
+            "\"a\nb\"",
+            r#""\x""#,
+            r#""\u12G4""#,
+            r#""\u12""#,
+            r#""\"#,
+            "abc\"",
+        ] {
+            assert!(read(bad.as_bytes()).is_none(), "{bad:?}");
+        }
+    }
+
+    /// A lone surrogate is a literal serde_json will not decode: read to
+    /// its end, with no value.
+    #[test]
+    fn lone_surrogates_have_no_value() {
+        for lone in [
+            r#""\ud800""#,
+            r#""a\udc00b""#,
+            r#""\ud800\u0041 more text after it""#,
+            r#""\ud800\ud800""#,
+        ] {
+            let (len, d) = read(lone.as_bytes()).unwrap();
+            assert_eq!(len, lone.len(), "{lone:?}");
+            assert_eq!(d.value, None, "{lone:?}");
+            assert!(serde_json::from_str::<String>(lone).is_err());
+        }
+        // A pair is one character.
+        let (_, d) = read(br#""\ud83d\ude00""#).unwrap();
+        assert_eq!(d.value.as_deref(), Some("😀"));
+    }
+
+    /// Only the literal is read: what follows it in the body is not.
+    #[test]
+    fn stops_at_the_closing_quote() {
+        let body = br#""a\"b" , "next": "x"}"#;
+        let (len, d) = read(body).unwrap();
+        assert_eq!(len, 6);
+        assert_eq!(d.value.as_deref(), Some("a\"b"));
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use super::literal::Decoded;
 use super::{Field, Scanner};
 use crate::mcp::id_key;
 
@@ -41,13 +42,17 @@ pub struct Item<'a> {
     /// The text of the `text` value (any JSON value; a string for a text
     /// item).
     pub text: Option<&'a str>,
+    /// A string `text` as the scan decoded it.
+    decoded: Option<Decoded>,
 }
 
 impl Item<'_> {
-    /// The value of `text` when it is a string serde_json decodes (its
-    /// literal was checked by the scan).
-    pub fn text_value(&self) -> Option<String> {
-        self.text.and_then(super::literal::unescape)
+    /// The value of `text` when it is a string serde_json decodes, and
+    /// whether that value, read as JSON, has whitespace between its tokens
+    /// (see [`super::literal`]); taken, as a block owns its text.
+    pub fn take_text(&mut self) -> Option<(String, bool)> {
+        let decoded = self.decoded.take()?;
+        Some((decoded.value?, decoded.layout))
     }
 }
 
@@ -186,6 +191,7 @@ impl<'a> Scanner<'a> {
         }
         let mut kind: Field<Cow<'a, str>> = Field::default();
         let mut text: Field<&'a str> = Field::default();
+        let mut decoded = None;
         let mut shaped = true;
         self.object(|s, key| match key.as_deref() {
             None => {
@@ -211,7 +217,19 @@ impl<'a> Scanner<'a> {
                 Some(())
             }
             Some("text") => {
-                let v = if s.null()? { None } else { Some(s.raw()?) };
+                let v = match s.peek()? {
+                    // Checked and decoded in one pass: a text item's
+                    // literal is most of a result.
+                    b'"' => {
+                        let start = s.i;
+                        let (len, d) = super::literal::read(s.b.get(start..)?)?;
+                        s.i = start + len;
+                        decoded = Some(d);
+                        Some(s.text.get(start..s.i)?)
+                    }
+                    _ if s.null()? => None,
+                    _ => Some(s.raw()?),
+                };
                 shaped &= text.set(v).is_some();
                 Some(())
             }
@@ -220,6 +238,7 @@ impl<'a> Scanner<'a> {
         Some(shaped.then_some(Item {
             kind: kind.value,
             text: text.value,
+            decoded,
         }))
     }
 }

@@ -60,11 +60,28 @@ fn by_scan(text: &str) -> Option<View> {
                     let content = t.content.map(|c| {
                         c.into_iter()
                             .map(|i| {
-                                i.map(|i| {
-                                    // The decoded text is serde_json's.
+                                i.map(|mut i| {
+                                    // The decoded text is serde_json's, and
+                                    // its layout what compaction would find.
                                     let decoded =
                                         i.text.and_then(|t| serde_json::from_str::<String>(t).ok());
-                                    assert_eq!(i.text_value(), decoded, "{:?}", i.text);
+                                    let taken = i.take_text();
+                                    assert_eq!(
+                                        taken.as_ref().map(|(v, _)| v),
+                                        decoded.as_ref(),
+                                        "{:?}",
+                                        i.text
+                                    );
+                                    if let Some((v, layout)) = &taken {
+                                        if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok()
+                                        {
+                                            assert_eq!(
+                                                *layout,
+                                                crate::stage::clean::compact::has_layout(v),
+                                                "{v:?}"
+                                            );
+                                        }
+                                    }
                                     (i.kind.map(|k| k.into_owned()), i.text.map(str::to_string))
                                 })
                             })

@@ -35,7 +35,7 @@
 
 mod base64;
 mod cap;
-mod compact;
+pub(crate) mod compact;
 mod html;
 pub(crate) mod rewrite;
 mod whitespace;
@@ -138,6 +138,13 @@ impl Cleaned {
 
 /// Cleans one text block.
 pub fn clean(text: &str, s: &CleanSettings) -> Cleaned {
+    clean_known(text, s, None)
+}
+
+/// [`clean`], given whether `text` has whitespace between JSON tokens when
+/// that is known already (the scan that decoded a text item found it on
+/// the way: [`crate::mcp::Item::take_text`]).
+pub fn clean_known(text: &str, s: &CleanSettings, layout: Option<bool>) -> Cleaned {
     if s.all_off() {
         return Cleaned::default();
     }
@@ -162,7 +169,10 @@ pub fn clean(text: &str, s: &CleanSettings) -> Cleaned {
     // Only compaction can change the text: with no whitespace between its
     // tokens it is compact already, and neither walk below would find
     // anything (issue 14: skip walks whose transforms are off).
-    if string_transforms(s).next().is_none() && !s.remove_nulls && !compact::has_layout(text) {
+    if string_transforms(s).next().is_none()
+        && !s.remove_nulls
+        && !layout.unwrap_or_else(|| compact::has_layout(text))
+    {
         return Cleaned::default();
     }
     if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
