@@ -43,16 +43,17 @@ struct Layout {
 }
 
 impl Layout {
-    /// A plain run of `len` bytes (no quote, backslash or control); `spaces`
-    /// whether one of them is a space.
-    fn run(&mut self, len: usize, spaces: bool) {
+    /// A plain run of `len` bytes (no quote, backslash or control);
+    /// `spaces` tells whether one of them is a space, asked only outside a
+    /// string (most of a text's bytes are inside one).
+    fn run(&mut self, len: usize, spaces: impl FnOnce() -> bool) {
         if len == 0 {
             return;
         }
         if self.in_string {
             self.escaped = false;
-        } else {
-            self.found |= spaces;
+        } else if !self.found {
+            self.found = spaces();
         }
     }
 
@@ -106,11 +107,11 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
             if found != 0 {
                 let k = (found.trailing_zeros() / 8) as usize;
                 out.truncate(out.len() - (8 - k));
-                layout.run(k, spaces_below(u64::from_le_bytes(w), k));
+                layout.run(k, || spaces_below(u64::from_le_bytes(w), k));
                 stop = Some(at + k);
                 break;
             }
-            layout.run(8, spaces_below(u64::from_le_bytes(w), 8));
+            layout.run(8, || spaces_below(u64::from_le_bytes(w), 8));
             at += 8;
         }
         let stop = match stop {
@@ -122,7 +123,7 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
                     .position(|&c| c < 0x20 || c == b'"' || c == b'\\')?;
                 let run = rest.get(..k)?;
                 out.extend_from_slice(run);
-                layout.run(k, run.contains(&b' '));
+                layout.run(k, || run.contains(&b' '));
                 at + k
             }
         };
