@@ -136,6 +136,12 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
         }
         let c = *b.get(at)?;
         at += 1;
+        // The escape of a text of JSON, every few bytes.
+        if c == b'"' {
+            layout.escape('"');
+            out.push(b'"');
+            continue;
+        }
         let ch = match c {
             b'"' => '"',
             b'\\' => '\\',

@@ -535,7 +535,8 @@ fn number(token: &str) -> Option<bool> {
         if token == "-0" {
             return None;
         }
-        if token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok() {
+        // Eighteen digits always fit an i64: no need to parse those.
+        if int_len <= 18 || token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok() {
             return Some(true);
         }
         // Past u64, toon-format reads an integer as a double, and keeps it
