@@ -104,6 +104,22 @@ impl<'a> Cursor<'a> {
         self.p.value()
     }
 
+    /// A table row that spells `keys` (none of them escaped) in order,
+    /// every value a primitive: its members, appended to `out` (cleared
+    /// first) with the keys borrowed from `keys`. `None`, the cursor where
+    /// it was, for any other value, which [`Cursor::value`] then reads: a
+    /// row that follows the first row's keys needs no key scan, no member
+    /// list in the doc and no duplicate check (the first row had none).
+    pub(super) fn row_of(&mut self, keys: &[&'a str], out: &mut Vec<Member<'a>>) -> Option<()> {
+        let start = self.p.pos;
+        out.clear();
+        let read = self.p.row_of(keys, out);
+        if read.is_none() {
+            self.p.pos = start;
+        }
+        read
+    }
+
     /// A string literal at the cursor.
     pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         if self.peek()? != b'"' {
@@ -341,6 +357,41 @@ impl<'a> Parser<'a> {
         }
         self.pos = end;
         Some(v)
+    }
+
+    /// See [`Cursor::row_of`].
+    fn row_of(&mut self, keys: &[&'a str], out: &mut Vec<Member<'a>>) -> Option<()> {
+        self.eat(b'{')?;
+        for (j, &key) in keys.iter().enumerate() {
+            self.skip_ws();
+            if j > 0 {
+                self.eat(b',')?;
+                self.skip_ws();
+            }
+            // The key's literal, byte for byte: an unescaped key is equal
+            // to exactly one spelling.
+            let end = self.pos.checked_add(key.len() + 1)?;
+            if self.peek()? != b'"'
+                || self.bytes.get(self.pos + 1..end)? != key.as_bytes()
+                || self.bytes.get(end) != Some(&b'"')
+            {
+                return None;
+            }
+            self.pos = end + 1;
+            self.skip_ws();
+            self.eat(b':')?;
+            self.skip_ws();
+            if matches!(self.peek()?, b'{' | b'[') {
+                return None;
+            }
+            let value = self.value()?;
+            out.push(Member {
+                key: Cow::Borrowed(key),
+                value,
+            });
+        }
+        self.skip_ws();
+        self.eat(b'}')
     }
 
     /// The key of member `index` when the text at `pos` is exactly that

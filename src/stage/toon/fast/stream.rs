@@ -267,6 +267,19 @@ impl Writer {
         self.row(c, start, len, start)?;
         self.out
             .reserve(self.reserve.saturating_sub(self.out.len()));
+        // The first row's keys, when none was escaped: rows that spell them
+        // so are read without the general object parse (Cursor::row_of).
+        let keys: Option<Vec<&'a str>> = c
+            .doc()
+            .members
+            .get(start..keep)?
+            .iter()
+            .map(|m| match m.key {
+                Cow::Borrowed(k) => Some(k),
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        let mut cells: Vec<Member<'a>> = Vec::with_capacity(first_len);
         let mut n: usize = 1;
         loop {
             c.skip_ws();
@@ -280,6 +293,13 @@ impl Writer {
                     break;
                 }
                 _ => return None,
+            }
+            if let Some(keys) = &keys {
+                if c.row_of(keys, &mut cells).is_some() {
+                    self.cells(&cells)?;
+                    n += 1;
+                    continue;
+                }
             }
             let Node::Obj { start, len } = c.value()? else {
                 return None;
@@ -348,6 +368,11 @@ impl Writer {
                 return None;
             }
         }
+        self.cells(members)
+    }
+
+    /// A row's line of cells (its keys checked already), verified.
+    fn cells(&mut self, members: &[Member<'_>]) -> Option<()> {
         if self.over_limit() {
             return members.iter().try_for_each(|m| lossless(&m.value));
         }
