@@ -56,6 +56,22 @@ pub fn has_layout(text: &str) -> bool {
     false
 }
 
+/// Texts whose layout is easy to get wrong (spaces, escapes and quotes
+/// inside strings), for the tests of each reader that answers it.
+#[cfg(test)]
+pub(crate) const LAYOUT_CASES: &[&str] = &[
+    r#"{"a":[1,2]}"#,
+    r#"{"a b":"c d","e":"\\","f":"\" ","g":"\\\" \\"}"#,
+    r#""  ""#,
+    r#"["\u0020 ",true,null,-1.5e3]"#,
+    "{\"a\":1 }",
+    "[1,\n2]",
+    " [1]",
+    "[1]\t",
+    r#"{"a":"\\" ,"b":1}"#,
+    r#"{"a":"x\"y" }"#,
+];
+
 #[cfg(test)]
 // A failed unwrap here is a failed test.
 #[allow(clippy::unwrap_used)]
@@ -105,18 +121,7 @@ mod tests {
     /// spaces, escapes and quotes inside strings.
     #[test]
     fn layout_is_whitespace_outside_strings() {
-        for text in [
-            r#"{"a":[1,2]}"#,
-            r#"{"a b":"c d","e":"\\","f":"\" ","g":"\\\" \\"}"#,
-            r#""  ""#,
-            r#"["\u0020 ",true,null,-1.5e3]"#,
-            "{\"a\":1 }",
-            "[1,\n2]",
-            " [1]",
-            "[1]\t",
-            r#"{"a":"\\" ,"b":1}"#,
-            r#"{"a":"x\"y" }"#,
-        ] {
+        for &text in super::LAYOUT_CASES {
             let compact = rewrite(text, false, &mut |_| None).unwrap().text;
             assert_eq!(
                 super::has_layout(text),
