@@ -15,16 +15,13 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// upward), so the lowest flag marks the first such byte exactly, and no
 /// flag means none is.
 pub fn stops(word: u64) -> u64 {
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let quote = zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    quote | backslash | control
+    equal_bytes(word, b'"') | equal_bytes(word, b'\\') | control
 }
 
-/// [`stops`] for backslashes alone.
-pub fn backslashes(word: u64) -> u64 {
-    let x = word ^ (ONES * u64::from(b'\\'));
+/// [`stops`] for the bytes equal to `byte`: the lowest flag is exact.
+pub fn equal_bytes(word: u64, byte: u8) -> u64 {
+    let x = word ^ (ONES * u64::from(byte));
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 

@@ -14,10 +14,7 @@
 //! enters and leaves its strings only at an escape, and a plain run is
 //! wholly inside a string or wholly outside.
 
-use crate::json::literal::stops;
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
+use crate::json::literal::{equal_bytes, stops};
 
 /// What reading a text literal found.
 #[derive(Debug, Default)]
@@ -75,10 +72,9 @@ impl Layout {
     }
 }
 
-/// The flags of [`stops`] below the first stop in a word, for spaces.
+/// Whether a space is among the first `bytes` bytes of `word`.
 fn spaces_below(word: u64, bytes: usize) -> bool {
-    let x = word ^ (ONES * u64::from(b' '));
-    let flags = x.wrapping_sub(ONES) & !x & HIGHS;
+    let flags = equal_bytes(word, b' ');
     // The lowest flag is exact: a space lies below `bytes` when it is.
     flags != 0 && (flags.trailing_zeros() as usize) < bytes * 8
 }

@@ -33,17 +33,10 @@ const fn string_stop() -> [bool; 256] {
     table
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
 /// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
-/// "none is": the classic has-zero-byte and has-less-than tests).
+/// "none is").
 pub(super) fn may_stop(word: u64) -> bool {
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let quote = zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = zero(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    quote | backslash | control != 0
+    crate::json::literal::stops(word) != 0
 }
 
 /// How many distinct key lists the duplicate check remembers.
@@ -368,16 +361,10 @@ impl<'a> Parser<'a> {
                 self.eat(b',')?;
                 self.skip_ws();
             }
-            // The key's literal, byte for byte: an unescaped key is equal
-            // to exactly one spelling.
-            let end = self.pos.checked_add(key.len() + 1)?;
-            if self.peek()? != b'"'
-                || self.bytes.get(self.pos + 1..end)? != key.as_bytes()
-                || self.bytes.get(end) != Some(&b'"')
-            {
+            if !self.literal_ahead(key) {
                 return None;
             }
-            self.pos = end + 1;
+            self.pos += key.len() + 2;
             self.skip_ws();
             self.eat(b':')?;
             self.skip_ws();
@@ -402,10 +389,17 @@ impl<'a> Parser<'a> {
         let Cow::Borrowed(key) = self.doc.members.get(index)?.key else {
             return None;
         };
+        self.literal_ahead(key).then_some(key)
+    }
+
+    /// The text at `pos` is `key`'s literal with no escape in it, byte for
+    /// byte (an unescaped key has exactly one such spelling).
+    fn literal_ahead(&self, key: &str) -> bool {
         let start = self.pos + 1;
         let end = start + key.len();
-        (self.bytes.get(start..end)? == key.as_bytes() && self.bytes.get(end) == Some(&b'"'))
-            .then_some(key)
+        self.bytes.get(self.pos) == Some(&b'"')
+            && self.bytes.get(start..end) == Some(key.as_bytes())
+            && self.bytes.get(end) == Some(&b'"')
     }
 
     fn enter(&mut self) -> Option<()> {
