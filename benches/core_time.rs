@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_toon::driver::{Call, Driver, MemoryHost, Vm};
+use mcp_toon::driver::{self, Call, Driver, MemoryHost, Vm};
 use mcp_toon::host::Direction;
 use mcp_toon::Settings;
 
@@ -120,7 +120,15 @@ fn main() {
             response: std::fs::read(e["response"].as_str().unwrap()).unwrap(),
         })
         .collect();
+    // The VM as Envoy configures it: the host answers Envoy's plugin
+    // property (so no stream sets APISIX's body flags).
     let vm = Rc::new(Vm::default());
+    let mut root = MemoryHost::default();
+    root.properties
+        .insert(driver::ENVOY_PROPERTY.to_string(), Vec::new());
+    for case in &cases {
+        driver::configured(&mut root, &case.settings, &vm);
+    }
     // `CORE_TIME_EXCHANGES=N`: exactly N exchanges of each case and no
     // timing, for an instruction count (valgrind --tool=callgrind) that
     // compares two builds without the machine's noise.

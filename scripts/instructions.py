@@ -17,7 +17,7 @@ profiles cannot give: how much of a request is the module's own work and
 how much the host's work on its behalf.
 
 Run: .venv/bin/python scripts/instructions.py [--requests N] [--rows a,b]
-(prints the section); scripts/bench.py --only instructions writes it.
+[--keep DIR] (prints the section; --keep leaves each cell's dump in DIR); scripts/bench.py --only instructions writes it.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def split(dump: Path, requests: int) -> dict[str, float]:
     return result
 
 
-def measure(rows: list[str], requests: int) -> tuple[dict[tuple[str, str], dict[str, float]], list[str]]:
+def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[dict[tuple[str, str], dict[str, float]], list[str]]:
     import bench  # the Envoy section's bodies, listeners and floor filter
 
     for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
@@ -129,6 +129,9 @@ def measure(rows: list[str], requests: int) -> tuple[dict[tuple[str, str], dict[
                         subprocess.run(["callgrind_control", "-d", pid], capture_output=True, check=True)
                         dump = next(iter(set(work.glob("callgrind.out*")) - before))
                         results[(row, name)] = split(dump, n)
+                        if keep is not None:
+                            slug = "".join(ch if ch.isalnum() or ch == "-" else "_" for ch in row)
+                            shutil.copy(dump, keep / f"{slug}.{name}.callgrind")
                         print(f"{row} {name}: {results[(row, name)]['total'] / 1000:.1f} k instructions/request", file=sys.stderr, flush=True)
             finally:
                 e.stop()
@@ -161,8 +164,8 @@ def post(port: int, case: str, request: bytes, headers: dict[str, str], n: int) 
         c.close()
 
 
-def section(rows: list[str], requests: int) -> str:
-    results, cmd = measure(rows, requests)
+def section(rows: list[str], requests: int, keep: Path | None = None) -> str:
+    results, cmd = measure(rows, requests, keep)
     labels = {"none": "no plugin", "empty": "empty wasm filter", "floor": "floor: body copied through the VM",
               "off": "plugin, every stage off", "adaptive": "plugin, defaults"}
     lines = [
@@ -205,9 +208,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--rows", help=f"comma-separated, of {', '.join(ROWS)}")
+    ap.add_argument("--keep", type=Path, help="a folder to keep each cell's callgrind dump in, for callgrind_annotate")
     args = ap.parse_args()
     rows = args.rows.split(",") if args.rows else ROWS
-    print(section(rows, args.requests))
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    print(section(rows, args.requests, args.keep))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ impl Root {
             Ok(settings) => {
                 self.settings = Arc::new(settings);
                 self.metrics = Rc::new(Metrics::define());
-                driver::configured(&mut self.host(), &self.settings);
+                driver::configured(&mut self.host(), &self.settings, &self.vm);
                 log::info!("mcp-toon: configuration accepted");
                 true
             }

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 pub use memory::{Call, LocalReply, MemoryHost};
-pub use plugin::{all_gauges, configured, tick};
+pub use plugin::{all_gauges, configured, tick, ENVOY_PROPERTY};
 use shared::Shared;
 use side::{Side, Site};
 
@@ -76,13 +76,22 @@ pub const SUMMARY_HEADER: &str = "x-mcp-toon";
 /// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
 /// plugin sets these properties to a non-empty value in the matching header
 /// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary
-/// properties: Envoy stores them as filter state nobody reads.
+/// properties: Envoy stores them as filter state nobody reads, at about
+/// 13k instructions of its own per write (issue 14), so they are set only
+/// where the host may need them ([`Vm::bodies_unasked`]).
 const APISIX_BODY: [&str; 2] = ["wasm_process_req_body", "wasm_process_resp_body"];
 
 /// What the streams of one VM share.
 #[derive(Debug, Default)]
 pub struct Vm {
     held_peak: Cell<usize>,
+    /// The memory last set in [`VM_MEMORY_BYTES`]: a wasm VM's memory only
+    /// grows, so the gauge is set when it does, not after every callback.
+    memory_set: Cell<usize>,
+    /// The host runs body callbacks without being asked: it answered
+    /// Envoy's plugin property at configuration ([`configured`]). Until
+    /// then, and on any other host, the APISIX body flags are set.
+    bodies_unasked: Cell<bool>,
 }
 
 /// One stream.
@@ -243,7 +252,7 @@ impl Driver {
                 self.exchange.request_keeps_length();
             }
         }
-        if plan.read_body {
+        if plan.read_body && !self.vm.bodies_unasked.get() {
             let r = host.set_property(&[APISIX_BODY[0]], b"true");
             best_effort(host, "asking for the request body", r);
         }
@@ -296,8 +305,10 @@ impl Driver {
         let ResponsePlan::Rewrite { hold_headers } = plan else {
             return self.settle(host);
         };
-        let r = host.set_property(&[APISIX_BODY[1]], b"true");
-        best_effort(host, "asking for the response body", r);
+        if !self.vm.bodies_unasked.get() {
+            let r = host.set_property(&[APISIX_BODY[1]], b"true");
+            best_effort(host, "asking for the response body", r);
+        }
         if hold_headers {
             // A plain StopIteration (Envoy ≥ 1.35 with
             // allow_on_headers_stop_iteration): body callbacks still run and

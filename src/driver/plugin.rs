@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::shared::Shared;
-use super::{best_effort, HELD_BYTES_MAX, VM_MEMORY_BYTES};
+use super::{best_effort, Vm, HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::config::Settings;
 use crate::host::{Host, LogLevel};
 use crate::page::store::{Figures, Store};
@@ -18,10 +18,22 @@ pub fn all_gauges() -> Vec<String> {
     names
 }
 
-/// A configuration was accepted: expired pages are emptied on every write,
-/// and on a timer so their memory goes back without traffic. A host that
-/// refuses the timer keeps them until the next write (logged).
-pub fn configured(host: &mut dyn Host, settings: &Settings) {
+/// The property [`configured`] reads to tell Envoy: Envoy answers it in
+/// every context, a root context's included (`plugin_vm_id`, possibly
+/// empty); APISIX's wasm-nginx-module refuses every property read outside
+/// a request but `plugin_root_id` (BadArgument), and other hosts may not
+/// know it (NotFound).
+pub const ENVOY_PROPERTY: &str = "plugin_vm_id";
+
+/// A configuration was accepted. The host is asked once whether it is
+/// Envoy, which runs body callbacks unasked: then no stream of the VM sets
+/// the APISIX body flags ([`super::Vm`]); any other answer keeps them.
+/// Expired pages are emptied on every write, and on a timer so their
+/// memory goes back without traffic. A host that refuses the timer keeps
+/// them until the next write (logged).
+pub fn configured(host: &mut dyn Host, settings: &Settings, vm: &Vm) {
+    let envoy = matches!(host.property(&[ENVOY_PROPERTY]), Ok(Some(_)));
+    vm.bodies_unasked.set(envoy);
     if !settings.paging_anywhere() || settings.paging.store_bytes == 0 {
         return;
     }

@@ -71,8 +71,11 @@ impl Driver {
             let r = host.gauge(HELD_BYTES_MAX, u64::try_from(held).unwrap_or(u64::MAX));
             best_effort(host, "a gauge", r);
         }
-        let memory = u64::try_from(host.memory_bytes()).unwrap_or(u64::MAX);
-        let r = host.gauge(VM_MEMORY_BYTES, memory);
-        best_effort(host, "a gauge", r);
+        let memory = host.memory_bytes();
+        if memory != self.vm.memory_set.get() {
+            self.vm.memory_set.set(memory);
+            let r = host.gauge(VM_MEMORY_BYTES, u64::try_from(memory).unwrap_or(u64::MAX));
+            best_effort(host, "a gauge", r);
+        }
     }
 }

@@ -36,6 +36,24 @@ fn sse() -> Vec<u8> {
     s
 }
 
+/// A host for a JSON POST that accepts either answer.
+fn json_post() -> crate::driver::MemoryHost {
+    crate::driver::MemoryHost::post(&[
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ])
+}
+
+/// [`CALL`] sent whole and answered with JSON headers: the response body
+/// is next.
+fn call_answered(driver: &mut crate::driver::Driver, host: &mut crate::driver::MemoryHost) {
+    use crate::host::Direction;
+    host.headers(driver, Direction::Request, false);
+    host.body(driver, Direction::Request, CALL, true);
+    host.respond(&[(":status", "200"), ("content-type", "application/json")]);
+    host.headers(driver, Direction::Response, false);
+}
+
 fn settings(config: &str) -> Arc<Settings> {
     Arc::new(Settings::from_json(config).unwrap())
 }
@@ -251,17 +269,14 @@ proptest! {
 fn request_bytes_held_back_go_upstream_when_the_response_comes_first() {
     use std::rc::Rc;
 
-    use crate::driver::{Driver, MemoryHost, Vm};
+    use crate::driver::{Driver, Vm};
     use crate::host::Direction;
 
     let mut driver = Driver::new(
         settings(r#"{"trim":{"enabled":true,"threshold_bytes":10}}"#),
         Rc::new(Vm::default()),
     );
-    let mut host = MemoryHost::post(&[
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-    ]);
+    let mut host = json_post();
     host.headers(&mut driver, Direction::Request, false);
     let (a, b) = CALL.split_at(30);
     host.body(&mut driver, Direction::Request, a, false);
@@ -405,20 +420,14 @@ fn a_query_is_taken_out_upstream_and_applied_downstream() {
 fn held_bytes_refused_at_the_last_chunk_are_counted_lost() {
     use std::rc::Rc;
 
-    use crate::driver::{Driver, MemoryHost, Vm};
+    use crate::driver::{Driver, Vm};
     use crate::host::Direction;
 
     let response = table();
     let (first, last) = response.split_at(200);
     let mut driver = Driver::new(settings("{}"), Rc::new(Vm::default()));
-    let mut host = MemoryHost::post(&[
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-    ]);
-    host.headers(&mut driver, Direction::Request, false);
-    host.body(&mut driver, Direction::Request, CALL, true);
-    host.respond(&[(":status", "200"), ("content-type", "application/json")]);
-    host.headers(&mut driver, Direction::Response, false);
+    let mut host = json_post();
+    call_answered(&mut driver, &mut host);
     host.body(&mut driver, Direction::Response, first, false);
     assert!(host.sent(Direction::Response).is_empty(), "collected");
     // The rewritten body's write, then the original's in its place.
@@ -533,4 +542,41 @@ fn routing_headers_decide_before_the_body() {
         r#"{"annotate_tools":true}"#,
     );
     assert!(listing.host.calls(Call::Body) >= 1);
+}
+
+/// The APISIX body flags: set where a body is read, on a host that did not
+/// answer Envoy's plugin property at configuration (APISIX refuses it);
+/// never on Envoy, whose filter-state write each costs and nobody reads.
+/// Either way the response is read and encoded.
+#[test]
+fn body_flags_are_set_only_where_the_host_is_not_envoy() {
+    use std::rc::Rc;
+
+    use crate::driver::{configured, Driver, MemoryHost, Vm, ENVOY_PROPERTY};
+    use crate::host::Direction;
+
+    const FLAGS: [&str; 2] = ["wasm_process_req_body", "wasm_process_resp_body"];
+    for envoy in [false, true] {
+        let s = settings("{}");
+        let vm = Rc::new(Vm::default());
+        let mut root = MemoryHost::default();
+        if envoy {
+            root.properties.insert(ENVOY_PROPERTY.into(), Vec::new());
+        } else {
+            root.refuse.insert((Call::Property, 0));
+        }
+        configured(&mut root, &s, &vm);
+        let response = table();
+        let mut driver = Driver::new(s, Rc::clone(&vm));
+        let mut host = json_post();
+        call_answered(&mut driver, &mut host);
+        host.body(&mut driver, Direction::Response, &response, true);
+        host.end(&mut driver);
+        assert_ne!(host.sent(Direction::Response), response, "encoded");
+        for flag in FLAGS {
+            let set = host.properties.get(flag).map(Vec::as_slice);
+            let want = if envoy { None } else { Some(&b"true"[..]) };
+            assert_eq!(set, want, "{flag}, envoy: {envoy}");
+        }
+    }
 }

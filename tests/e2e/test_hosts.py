@@ -1,8 +1,11 @@
 """What the plugin does for proxy-wasm hosts other than Envoy, seen from
 Envoy: the properties APISIX needs before it hands over bodies
-(`wasm_process_req_body`, `wasm_process_resp_body`) are set exactly where
-the plugin reads a body, and setting them costs Envoy nothing — Envoy keeps
-them as filter state, readable in the access log."""
+(`wasm_process_req_body`, `wasm_process_resp_body`) are never set on Envoy,
+which runs body callbacks unasked — each would be a filter-state write
+(readable in the access log) that Envoy pays for on every request. The
+plugin tells Envoy by its `plugin_vm_id` property at configuration; where
+the flags are set on a host that needs them is the built-module tier's
+(tests/wasm/test_hosts.py, a host that refuses that read as APISIX does)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,10 @@ from harness import Listener
 FORMAT = (
     "[props] %REQ(:METHOD)% %REQ(MCP-METHOD)% %RESPONSE_CODE% "
     "req=%FILTER_STATE(wasm.wasm_process_req_body:PLAIN)% "
-    "resp=%FILTER_STATE(wasm.wasm_process_resp_body:PLAIN)%\n"
+    "resp=%FILTER_STATE(wasm.wasm_process_resp_body:PLAIN)% "
+    # The decision record's first character: the same filter state is
+    # written, and read in this log, where a stream is recorded.
+    "rec=%FILTER_STATE(wasm.mcp_toon:PLAIN):1%\n"
 )
 
 
@@ -54,7 +60,7 @@ def start(demo_port: int, work_dir: Path) -> tuple[harness.Proc, Listener, Path]
     return proc, listener, log
 
 
-def test_apisix_body_properties_are_set_where_bodies_are_read(demo, work_dir):
+def test_apisix_body_properties_are_not_set_on_envoy(demo, work_dir):
     proc, listener, log = start(demo.port, work_dir)
     base = f"http://127.0.0.1:{listener.port}"
     try:
@@ -79,8 +85,8 @@ def test_apisix_body_properties_are_set_where_bodies_are_read(demo, work_dir):
     assert via.json()["result"]["content"][0]["text"].startswith(harness.MARKER)
     assert len(via.content) < len(direct.content)
     assert lines == [
-        "[props] POST tools/call 200 req=true resp=true",
-        "[props] POST tools/list 200 req=- resp=-",
-        "[props] POST - 200 req=true resp=-",  # the log line shows Mcp-Method
-        f"[props] GET - {other.status_code} req=- resp=-",
+        "[props] POST tools/call 200 req=- resp=- rec={",
+        "[props] POST tools/list 200 req=- resp=- rec=-",
+        "[props] POST - 200 req=- resp=- rec=-",  # the log line shows Mcp-Method
+        f"[props] GET - {other.status_code} req=- resp=- rec=-",
     ], lines

@@ -255,6 +255,7 @@ class Vm:
         buffer_limit: int = 1 << 20,
         clusters: tuple[str, ...] = ("llm",),
         properties: Optional[dict[tuple[str, ...], bytes]] = None,
+        root_property_reads: bool = True,
     ) -> None:
         self.configuration = configuration
         self.faults = faults
@@ -262,7 +263,12 @@ class Vm:
         self.allow_on_headers_stop_iteration = allow_on_headers_stop_iteration
         self.buffer_limit = buffer_limit
         self.clusters = clusters
-        self.properties = properties if properties is not None else {}
+        # [envoy context.cc getProperty]: plugin_vm_id is answered in every
+        # context (empty when the configuration names no vm_id).
+        self.properties = properties if properties is not None else {("plugin_vm_id",): b""}
+        # False: APISIX's wasm-nginx-module, which refuses every property
+        # read outside a request but plugin_root_id (BadArgument).
+        self.root_property_reads = root_property_reads
         self.calls: list[Call] = []
         self.counts: dict[str, int] = {}
         self.logs: list[tuple[int, str]] = []
@@ -618,6 +624,8 @@ class Vm:
     def _proxy_get_property(self, caller, ptr, size, ptr_ptr, size_ptr):
         path = tuple(self._read(caller, ptr, size).decode("utf-8", "replace").split("\0"))
         detail = "/".join(path)
+        if not self.root_property_reads and self._stream_of() is None and path != ("plugin_root_id",):
+            return Status.BAD_ARGUMENT, detail
         value = self.properties.get(path)
         if value is None:
             return Status.NOT_FOUND, detail

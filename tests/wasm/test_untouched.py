@@ -21,10 +21,11 @@ OFF = {"toon": {"mode": "off"}, "clean": {"compact_json": False}}
 RESPONSE = json_body(tool_result(7, TABLE_TEXT))
 
 
-def exchange(plugin, config: dict, method: str = "tools/call", extra: list | None = None, unchanged: bool = True):
-    """One stream through a fresh VM; the VM and the calls the module made
-    for the stream."""
-    vm = Vm(plugin.engine, plugin.module, json.dumps(config).encode())
+def exchange(plugin, config: dict, method: str = "tools/call", extra: list | None = None, unchanged: bool = True,
+             **vm_options):
+    """One stream through a fresh VM (`vm_options` for the host); the VM
+    and the calls the module made for the stream."""
+    vm = Vm(plugin.engine, plugin.module, json.dumps(config).encode(), **vm_options)
     assert vm.start()
     before = len(vm.calls)
     params = {"name": "list_people", "arguments": {}} if method == "tools/call" else {"uri": "file:///x"}

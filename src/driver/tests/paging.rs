@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::{reasons, settings};
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::{self, Call, MemoryHost};
+use crate::driver::{self, Call, MemoryHost, Vm};
 use crate::host::Direction;
 use crate::outcome::Reason;
 use crate::shared::{Entropy, SharedMemory};
@@ -276,7 +276,7 @@ fn request_headers_wait_for_the_body_while_paging_is_on() {
 fn the_timer_empties_expired_pages() {
     let s = paging(r#","ttl_s":60"#);
     let mut host = MemoryHost::default();
-    driver::configured(&mut host, &s);
+    driver::configured(&mut host, &s, &Vm::default());
     assert_eq!(host.tick_period, Some(std::time::Duration::from_secs(30)));
     let (t, _) = cut(&s, store());
     host.shared = t.host.shared;
@@ -289,13 +289,13 @@ fn the_timer_empties_expired_pages() {
 
     // No paging, or no store: no timer.
     let mut host = MemoryHost::default();
-    driver::configured(&mut host, &settings("{}"));
-    driver::configured(&mut host, &paging(r#","store_bytes":0"#));
+    driver::configured(&mut host, &settings("{}"), &Vm::default());
+    driver::configured(&mut host, &paging(r#","store_bytes":0"#), &Vm::default());
     assert_eq!(host.tick_period, None);
     // A host that refuses the timer: logged, nothing else.
     let mut host = MemoryHost::default();
     host.refuse.insert((Call::SetTickPeriod, 0));
-    driver::configured(&mut host, &s);
+    driver::configured(&mut host, &s, &Vm::default());
     assert!(host
         .logs
         .borrow()
