@@ -125,6 +125,8 @@ pub struct MemoryHost {
     pub tick_period: Option<Duration>,
     pub counters: HashMap<String, u64>,
     pub gauges: HashMap<String, u64>,
+    /// What the VM's memory reads as.
+    pub memory: usize,
     /// Accept callouts (else `dispatch` is refused: a host without an HTTP
     /// client, where trim fails open at once).
     pub callouts_allowed: bool,
@@ -549,7 +551,7 @@ impl Host for MemoryHost {
     }
 
     fn memory_bytes(&self) -> usize {
-        0
+        self.memory
     }
 
     fn log(&self, level: LogLevel, message: &str) {

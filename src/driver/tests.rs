@@ -580,3 +580,34 @@ fn body_flags_are_set_only_where_the_host_is_not_envoy() {
         }
     }
 }
+
+/// The VM's memory gauge is set after a response callback in which the
+/// memory grew, and not again while it stays: a wasm VM's memory never
+/// shrinks, and every gauge write is a host call.
+#[test]
+fn the_memory_gauge_is_set_when_the_memory_grows() {
+    use std::rc::Rc;
+
+    use crate::driver::{Driver, Vm, VM_MEMORY_BYTES};
+    use crate::host::Direction;
+
+    let vm = Rc::new(Vm::default());
+    let response = table();
+    let mut gauge_calls = Vec::new();
+    for memory in [65_536, 65_536, 131_072] {
+        let mut driver = Driver::new(settings("{}"), Rc::clone(&vm));
+        let mut host = json_post();
+        host.memory = memory;
+        call_answered(&mut driver, &mut host);
+        host.body(&mut driver, Direction::Response, &response, true);
+        host.end(&mut driver);
+        assert_ne!(host.sent(Direction::Response), response, "encoded");
+        gauge_calls.push(host.calls(Call::Gauge));
+        let set = host.gauges.get(VM_MEMORY_BYTES).copied();
+        let grew = gauge_calls.len() != 2;
+        assert_eq!(set, grew.then_some(memory as u64), "{memory}");
+    }
+    // The memory gauge is the only one moved: each body came in one
+    // callback, so no stream held bytes between callbacks.
+    assert_eq!(gauge_calls, vec![1, 0, 1]);
+}
