@@ -17,7 +17,8 @@ profiles cannot give: how much of a request is the module's own work and
 how much the host's work on its behalf.
 
 Run: .venv/bin/python scripts/instructions.py [--requests N] [--rows a,b]
-[--keep DIR] (prints the section; --keep leaves each cell's dump in DIR); scripts/bench.py --only instructions writes it.
+[--keep DIR] [--listeners a,b] (prints the section, or with --listeners one
+line per cell; --keep leaves each cell's dump in DIR); scripts/bench.py --only instructions writes it.
 """
 
 from __future__ import annotations
@@ -209,10 +210,19 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--rows", help=f"comma-separated, of {', '.join(ROWS)}")
     ap.add_argument("--keep", type=Path, help="a folder to keep each cell's callgrind dump in, for callgrind_annotate")
+    ap.add_argument("--listeners", help=f"comma-separated, of {', '.join(LISTENERS)}: only these cells, one line each "
+                    "(comparing two builds: the module is the one under CARGO_TARGET_DIR, as for the e2e suite)")
     args = ap.parse_args()
     rows = args.rows.split(",") if args.rows else ROWS
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
+    if args.listeners:
+        LISTENERS[:] = args.listeners.split(",")
+        results, _ = measure(rows, args.requests, args.keep)
+        for (row, name), r in results.items():
+            parts = " ".join(f"{p} {r.get(p, 0) / 1000:,.1f}k" for p in ("envoy", "wasm", "libc"))
+            print(f"{row} | {name} | {r['total'] / 1000:,.1f}k instructions/request ({parts})")
+        return
     print(section(rows, args.requests, args.keep))
 
 
