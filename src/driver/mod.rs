@@ -253,9 +253,8 @@ impl Driver {
                 self.exchange.request_keeps_length();
             }
         }
-        if plan.read_body && !self.vm.bodies_unasked.get() {
-            let r = host.set_property(&[APISIX_BODY[0]], b"true");
-            best_effort(host, "asking for the request body", r);
+        if plan.read_body {
+            self.ask_for_body(host, Direction::Request);
         }
         if plan.pause_headers {
             // A plain StopIteration (allow_on_headers_stop_iteration): the
@@ -306,10 +305,7 @@ impl Driver {
         let ResponsePlan::Rewrite { hold_headers } = plan else {
             return self.settle(host);
         };
-        if !self.vm.bodies_unasked.get() {
-            let r = host.set_property(&[APISIX_BODY[1]], b"true");
-            best_effort(host, "asking for the response body", r);
-        }
+        self.ask_for_body(host, Direction::Response);
         if hold_headers {
             // A plain StopIteration (Envoy ≥ 1.35 with
             // allow_on_headers_stop_iteration): body callbacks still run and
@@ -402,6 +398,20 @@ impl Driver {
             self.exchange.record(Reason::LostAtReset);
         }
         self.publish(host);
+    }
+
+    /// Sets the APISIX flag for `direction`'s body, unless the host runs
+    /// body callbacks unasked ([`Vm::bodies_unasked`]).
+    fn ask_for_body(&self, host: &mut dyn Host, direction: Direction) {
+        if self.vm.bodies_unasked.get() {
+            return;
+        }
+        let (flag, what) = match direction {
+            Direction::Request => (APISIX_BODY[0], "asking for the request body"),
+            Direction::Response => (APISIX_BODY[1], "asking for the response body"),
+        };
+        let r = host.set_property(&[flag], b"true");
+        best_effort(host, what, r);
     }
 
     fn side(&mut self, direction: Direction) -> &mut Side {

@@ -552,10 +552,8 @@ fn routing_headers_decide_before_the_body() {
 fn body_flags_are_set_only_where_the_host_is_not_envoy() {
     use std::rc::Rc;
 
-    use crate::driver::{configured, Driver, MemoryHost, Vm, ENVOY_PROPERTY};
+    use crate::driver::{configured, Driver, MemoryHost, Vm, APISIX_BODY, ENVOY_PROPERTY};
     use crate::host::Direction;
-
-    const FLAGS: [&str; 2] = ["wasm_process_req_body", "wasm_process_resp_body"];
     for envoy in [false, true] {
         let s = settings("{}");
         let vm = Rc::new(Vm::default());
@@ -573,7 +571,7 @@ fn body_flags_are_set_only_where_the_host_is_not_envoy() {
         host.body(&mut driver, Direction::Response, &response, true);
         host.end(&mut driver);
         assert_ne!(host.sent(Direction::Response), response, "encoded");
-        for flag in FLAGS {
+        for flag in APISIX_BODY {
             let set = host.properties.get(flag).map(Vec::as_slice);
             let want = if envoy { None } else { Some(&b"true"[..]) };
             assert_eq!(set, want, "{flag}, envoy: {envoy}");
