@@ -175,13 +175,14 @@ def non_tabular_text(size: int) -> str:
 
 
 CLEAN_OFF = {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False, "compact_json": False}
-# (label, listener name, what it runs): None no wasm filter; "pass"/"copy"
-# the floor filter (benches/floor/) so configured; a dict, mcp-toon with
+# (label, listener name, what it runs): None no wasm filter; "pass"/"copy"/
+# "calls" the floor filter (benches/floor/) so configured; a dict, mcp-toon with
 # that configuration.
 ENVOY_LISTENERS: list[tuple[str, str, Any]] = [
     ("no plugin", "none", None),
     ("empty wasm filter", "empty", "pass"),
     ("floor: body copied through the VM", "floor", "copy"),
+    ("floor + the plugin's host calls", "calls", "calls"),
     ("plugin, every stage off", "off", {"toon": {"mode": "off"}, "clean": CLEAN_OFF}),
     ("plugin, defaults", "adaptive", {}),
 ]
@@ -212,7 +213,7 @@ def build_floor() -> list[str]:
 
 def floor_tweak(config: dict[str, Any]) -> None:
     """Points the floor listeners' wasm filter at the floor module, each in
-    a VM of its own, configured `pass` or `copy`."""
+    a VM of its own, configured `pass`, `copy` or `calls`."""
     for lst in config["static_resources"]["listeners"]:
         what = next((w for _, name, w in ENVOY_LISTENERS if name == lst["name"]), None)
         if not isinstance(what, str):
@@ -339,10 +340,15 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
 Command: `.venv/bin/python scripts/bench.py --only envoy --seconds {seconds}` (part of `make bench`).
 
 One Envoy {harness.envoy_version()} (V8, `--concurrency 1`, no access or debug
-log) with five listeners — no wasm filter; an empty wasm filter (every
+log) with six listeners — no wasm filter; an empty wasm filter (every
 callback returns at once); the floor filter, which copies each response
 body chunk into the VM and back and removes `content-length` as the
 plugin does (`benches/floor/`, built with `{shlex.join(floor_cmd)}`);
+the floor filter making the host calls the plugin makes on a `tools/call`
+it rewrites (request headers and body read, response headers read, each
+chunk taken into the VM and the whole written back, a record property,
+three counters, the log level; on a request that is not a `tools/call`,
+the request read and one counter) with none of the work between them;
 mcp-toon with TOON mode `off` and every clean transform off; mcp-toon with
 its default configuration (compact JSON, adaptive TOON) — in front of a
 second Envoy that answers with canned tool results (`direct_response`, so no
@@ -377,8 +383,8 @@ within 2× of floor + native; a 1 KB table at defaults ≤ 1.5× no plugin):
 
 def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list[str]) -> str:
     lines = [
-        "| result | no plugin µs | empty filter | floor | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + native) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| result | no plugin µs | empty filter | floor | floor + host calls | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + host calls) | defaults ÷ (floor + native) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         base = cpu.get((row, "none"))
@@ -387,10 +393,12 @@ def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list
         cell = lambda name: f"{cpu[(row, name)] / base:.2f}×" if (row, name) in cpu else "–"  # noqa: E731
         floor = cpu.get((row, "floor"))
         over_floor = lambda name: f"{cpu[(row, name)] / floor:.2f}×" if floor and (row, name) in cpu else "–"  # noqa: E731
+        calls = cpu.get((row, "calls"))
+        over_calls = f"{cpu[(row, 'adaptive')] / calls:.2f}×" if calls and (row, "adaptive") in cpu else "–"
         native, default = core.get(f"{row}/adaptive"), cpu.get((row, "adaptive"))
         vs = f"{default / (floor + native):.2f}" if None not in (native, floor, default) else "–"
         lines.append(
-            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('off')} | {over_floor('off')} | {cell('adaptive')} | {over_floor('adaptive')} | {vs} |"
+            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('calls')} | {cell('off')} | {over_floor('off')} | {cell('adaptive')} | {over_floor('adaptive')} | {over_calls} | {vs} |"
         )
     return "\n".join(lines)
 

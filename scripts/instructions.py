@@ -41,7 +41,7 @@ import loadgen  # noqa: E402
 from harness import Listener  # noqa: E402
 
 # The listeners of the Envoy section (scripts/bench.py), in its order.
-LISTENERS = ["none", "empty", "floor", "off", "adaptive"]
+LISTENERS = ["none", "empty", "floor", "calls", "off", "adaptive"]
 ROWS = ["tabular-1k", "tabular-64k", "tabular-64k (resources/read)", "tabular-64k (resources/read + Mcp-Method)", "nontabular-64k"]
 WARM_UP = 200
 
@@ -168,6 +168,7 @@ def post(port: int, case: str, request: bytes, headers: dict[str, str], n: int) 
 def section(rows: list[str], requests: int, keep: Path | None = None) -> str:
     results, cmd = measure(rows, requests, keep)
     labels = {"none": "no plugin", "empty": "empty wasm filter", "floor": "floor: body copied through the VM",
+              "calls": "floor + the plugin's host calls",
               "off": "plugin, every stage off", "adaptive": "plugin, defaults"}
     lines = [
         "| result | Envoy | k instructions / request | × no plugin | × floor | Envoy's binary | wasm code | libc |",
