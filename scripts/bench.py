@@ -391,14 +391,12 @@ def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list
         if not base:
             continue
         cell = lambda name: f"{cpu[(row, name)] / base:.2f}×" if (row, name) in cpu else "–"  # noqa: E731
-        floor = cpu.get((row, "floor"))
-        over_floor = lambda name: f"{cpu[(row, name)] / floor:.2f}×" if floor and (row, name) in cpu else "–"  # noqa: E731
-        calls = cpu.get((row, "calls"))
-        over_calls = f"{cpu[(row, 'adaptive')] / calls:.2f}×" if calls and (row, "adaptive") in cpu else "–"
+        floor, calls = cpu.get((row, "floor")), cpu.get((row, "calls"))
+        over = lambda name, by: f"{cpu[(row, name)] / by:.2f}×" if by and (row, name) in cpu else "–"  # noqa: E731
         native, default = core.get(f"{row}/adaptive"), cpu.get((row, "adaptive"))
         vs = f"{default / (floor + native):.2f}" if None not in (native, floor, default) else "–"
         lines.append(
-            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('calls')} | {cell('off')} | {over_floor('off')} | {cell('adaptive')} | {over_floor('adaptive')} | {over_calls} | {vs} |"
+            f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('calls')} | {cell('off')} | {over('off', floor)} | {cell('adaptive')} | {over('adaptive', floor)} | {over('adaptive', calls)} | {vs} |"
         )
     return "\n".join(lines)
 

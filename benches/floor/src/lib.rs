@@ -115,7 +115,16 @@ pub extern "C" fn proxy_on_context_create(id: u32, parent: u32) {
 }
 
 fn mode(id: u32) -> Mode {
-    STREAMS.with(|s| s.borrow().get(&id).map_or(Mode::Pass, |s| s.mode))
+    state(id).0
+}
+
+/// A stream's mode, and whether its request named `tools/call`.
+fn state(id: u32) -> (Mode, bool) {
+    STREAMS.with(|s| {
+        s.borrow()
+            .get(&id)
+            .map_or((Mode::Pass, false), |s| (s.mode, s.tools_call))
+    })
 }
 
 /// Takes ownership of bytes the host allocated in the VM and filled.
@@ -227,16 +236,12 @@ pub extern "C" fn proxy_on_request_body(id: u32, size: usize, end: u32) -> u32 {
 
 #[no_mangle]
 pub extern "C" fn proxy_on_response_headers(id: u32, _headers: usize, _end: u32) -> u32 {
-    let rewrites = match mode(id) {
-        Mode::Pass => false,
-        Mode::Copy => true,
-        Mode::Calls => STREAMS.with(|s| s.borrow().get(&id).is_some_and(|s| s.tools_call)),
-    };
-    if !rewrites {
-        return CONTINUE;
-    }
-    if mode(id) == Mode::Calls {
-        header_pairs(RESPONSE_HEADERS);
+    match state(id) {
+        (Mode::Pass, _) | (Mode::Calls, false) => return CONTINUE,
+        (Mode::Calls, true) => {
+            header_pairs(RESPONSE_HEADERS);
+        }
+        (Mode::Copy, _) => {}
     }
     let name = b"content-length";
     // SAFETY: a live slice for the duration of the call. A refusal leaves
@@ -249,6 +254,7 @@ pub extern "C" fn proxy_on_response_headers(id: u32, _headers: usize, _end: u32)
 pub extern "C" fn proxy_on_response_body(id: u32, size: usize, end: u32) -> u32 {
     match mode(id) {
         Mode::Pass => CONTINUE,
+        Mode::Copy if size == 0 => CONTINUE,
         Mode::Copy => {
             if let Some(bytes) = get_buffer(RESPONSE_BODY, 0, size) {
                 set_buffer(RESPONSE_BODY, size, &bytes);
