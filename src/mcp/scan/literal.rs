@@ -104,6 +104,14 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
                 let k = (found.trailing_zeros() / 8) as usize;
                 out.truncate(out.len() - (8 - k));
                 layout.run(k, || spaces_below(u64::from_le_bytes(w), k));
+                // `\"`, the escape of a text of JSON every few bytes, is
+                // taken here, and the run after it read on in this loop.
+                if b.get(at + k..at + k + 2) == Some(b"\\\"") {
+                    layout.escape('"');
+                    out.push(b'"');
+                    at += k + 2;
+                    continue;
+                }
                 stop = Some(at + k);
                 break;
             }
@@ -132,12 +140,6 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
         }
         let c = *b.get(at)?;
         at += 1;
-        // The escape of a text of JSON, every few bytes.
-        if c == b'"' {
-            layout.escape('"');
-            out.push(b'"');
-            continue;
-        }
         let ch = match c {
             b'"' => '"',
             b'\\' => '\\',

@@ -28,7 +28,7 @@ use std::borrow::Cow;
 use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
 use toon_format::utils::{format_canonical_number, unescape_string};
 
-use super::emit::{is_keyword, needs_quotes};
+use super::emit::{is_keyword, needs_quotes, needs_quotes_plain, special_bytes_of};
 use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node};
 
 /// Field groups nested deeper than toon-format's own bound are refused.
@@ -449,12 +449,51 @@ pub(super) fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) ->
 /// The delimited row `text` (§11.2) is exactly the values of `members`,
 /// token by token and no more: [`tokens_of`] and [`primitive_is`] without
 /// collecting the tokens.
+///
+/// A bare token is found and classed in one scan: it runs to the first byte
+/// that §7.2 quotes a string for (the delimiter is one), so a token that
+/// reaches its delimiter, or the row's end, that way holds none of them.
 pub(super) fn cells_are(text: &str, delim: u8, members: &[Member<'_>]) -> Option<()> {
     let mut expected = members.iter();
-    each_token(text, delim, |token| {
-        primitive_is(token, delim, &expected.next()?.value)
-    })?;
-    expected.next().is_none().then_some(())
+    let Some(special) = special_bytes_of(char::from(delim)) else {
+        each_token(text, delim, |token| {
+            primitive_is(token, delim, &expected.next()?.value)
+        })?;
+        return expected.next().is_none().then_some(());
+    };
+    let mut rest = text;
+    loop {
+        let value = &expected.next()?.value;
+        let plain = rest
+            .bytes()
+            .position(|b| special.get(usize::from(b)).copied().unwrap_or(true))
+            .unwrap_or(rest.len());
+        let ends_bare = plain > 0 && rest.as_bytes().get(plain).is_none_or(|&b| b == delim);
+        let after = if ends_bare {
+            let (token, after) = rest.split_at_checked(plain)?;
+            bare_is(token, delim, value)?;
+            after
+        } else {
+            let len = token_len(rest, delim)?;
+            let (token, after) = rest.split_at_checked(len)?;
+            primitive_is(token, delim, value)?;
+            after
+        };
+        if after.is_empty() {
+            return expected.next().is_none().then_some(());
+        }
+        rest = after.strip_prefix(char::from(delim))?;
+    }
+}
+
+/// The length of the token that starts `rest` (§11.2): a quoted token runs
+/// to its closing quote, any other to the next delimiter.
+fn token_len(rest: &str, delim: u8) -> Option<usize> {
+    if rest.starts_with('"') {
+        Some(closing_quote(rest)? + 1)
+    } else {
+        Some(rest.bytes().position(|b| b == delim).unwrap_or(rest.len()))
+    }
 }
 
 /// Hands each token of a delimited row (§11.2) to `f`, in order: a quoted
@@ -466,12 +505,7 @@ fn each_token<'t>(
 ) -> Option<()> {
     let mut rest = text;
     loop {
-        let len = if rest.starts_with('"') {
-            closing_quote(rest)? + 1
-        } else {
-            rest.bytes().position(|b| b == delim).unwrap_or(rest.len())
-        };
-        let (token, after) = rest.split_at_checked(len)?;
+        let (token, after) = rest.split_at_checked(token_len(rest, delim)?)?;
         f(token)?;
         if after.is_empty() {
             return Some(());
@@ -482,7 +516,12 @@ fn each_token<'t>(
 
 /// The token decodes to the primitive `expected`.
 pub(super) fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
-    let same = match (primitive(token, delim)?, expected) {
+    same(primitive(token, delim)?, expected)
+}
+
+/// A decoded primitive is the JSON value `expected`.
+fn same(decoded: Node<'_>, expected: &Node<'_>) -> Option<()> {
+    let same = match (decoded, expected) {
         (Node::Null, Node::Null) => true,
         (Node::Bool(p), Node::Bool(q)) => p == *q,
         (Node::Num(p), Node::Num(q)) => same_number(p, q),
@@ -502,6 +541,50 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
         }
         return unescape(token.get(1..end)?).map(Node::Str);
     }
+    bare(token, delim, needs_quotes)
+}
+
+/// [`bare`] with [`needs_quotes_plain`], compared with `expected` without
+/// building the decoded node: the token's form decides its type (§4), so
+/// each expected type needs only the checks that could make it that type.
+fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
+    let same = match expected {
+        Node::Null => token == "null",
+        Node::Bool(b) => token == if *b { "true" } else { "false" },
+        Node::Num(raw) => number(token)? && same_as_canonical(token, raw),
+        Node::Str(s) => {
+            short_eq(token, s)
+                && !is_keyword(token)
+                && number(token).is_none()
+                && !needs_quotes_plain(token, char::from(delim))
+        }
+        Node::Arr { .. } | Node::Obj { .. } => false,
+    };
+    same.then_some(())
+}
+
+/// [`same_number`] for a canonical token ([`number`]) and a JSON number
+/// literal: the literal is often the token with trailing fraction zeros
+/// (`4.0`, `3.50`), which the encoder drops (§2), and then needs no
+/// arithmetic.
+fn same_as_canonical(token: &str, raw: &str) -> bool {
+    if let Some(rest) = raw.strip_prefix(token) {
+        let zeros = if token.contains('.') {
+            Some(rest)
+        } else {
+            rest.strip_prefix('.')
+        };
+        if zeros.is_some_and(|z| !z.is_empty() && z.bytes().all(|b| b == b'0')) {
+            return true;
+        }
+    }
+    same_number(token, raw)
+}
+
+/// An unquoted token (§4): a literal, a canonical number, or a string that
+/// no encoder would have quoted, as `quoted` (`needs_quotes`, or its
+/// shortcut where the caller has seen the token's bytes) tells.
+fn bare(token: &str, delim: u8, quoted: fn(&str, char) -> bool) -> Option<Node<'_>> {
     if is_keyword(token) {
         return Some(match token {
             "true" => Node::Bool(true),
@@ -512,7 +595,7 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
     match number(token) {
         Some(true) => Some(Node::Num(token)),
         Some(false) => None,
-        None if needs_quotes(token, char::from(delim)) => None,
+        None if quoted(token, char::from(delim)) => None,
         None => Some(Node::Str(Cow::Borrowed(token))),
     }
 }

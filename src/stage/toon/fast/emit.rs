@@ -392,17 +392,20 @@ pub(super) fn push_primitive(out: &mut String, v: &Node<'_>, delim: char) -> Opt
 /// byte (numeric-like strings start with a digit or a sign), does not end
 /// in a space and is no keyword needs none.
 pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
-    let table = match delim {
-        ',' => &SPECIAL_COMMA,
-        '|' => &SPECIAL_PIPE,
-        '\t' => &SPECIAL_TAB,
-        _ => return needs_quoting(s, delim),
+    let Some(table) = special_bytes_of(delim) else {
+        return needs_quoting(s, delim);
     };
     if s.bytes()
         .any(|b| table.get(usize::from(b)).copied().unwrap_or(true))
     {
         return true;
     }
+    needs_quotes_plain(s, delim)
+}
+
+/// [`needs_quotes`] for a string known to hold none of the bytes its
+/// delimiter's [`special_bytes_of`] table flags.
+pub(super) fn needs_quotes_plain(s: &str, delim: char) -> bool {
     let bytes = s.as_bytes();
     let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
         return true;
@@ -413,6 +416,17 @@ pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
         return false;
     }
     needs_quoting(s, delim)
+}
+
+/// The bytes that make a string need quotes whatever else it holds
+/// (§7.2), for the delimiters that have a table; `None` for any other.
+pub(super) fn special_bytes_of(delim: char) -> Option<&'static [bool; 256]> {
+    match delim {
+        ',' => Some(&SPECIAL_COMMA),
+        '|' => Some(&SPECIAL_PIPE),
+        '\t' => Some(&SPECIAL_TAB),
+        _ => None,
+    }
 }
 
 /// Byte classes for [`needs_quotes`]: `: " \\ [ ] { }` and the C0

@@ -527,10 +527,22 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Runs only for the first object with a given key list (see `recent`),
-/// so a hash map costs nothing noticeable; it is the map type the
-/// classifier already uses, so the module carries no second hash table.
+/// Runs only for the first object with a given key list (see `recent`).
+/// A few keys are compared pairwise, which costs less than building a map
+/// (a table's first row usually has a handful); more go through a map, the
+/// type the classifier already uses, so the module carries no second hash
+/// table, and very many keys never cost the square of their number.
 fn has_duplicates(members: &[Member<'_>]) -> bool {
+    const PAIRWISE: usize = 16;
+    if members.len() <= PAIRWISE {
+        return members.iter().enumerate().any(|(i, m)| {
+            members
+                .get(..i)
+                .unwrap_or_default()
+                .iter()
+                .any(|earlier| earlier.key == m.key)
+        });
+    }
     let mut seen: IndexMap<&str, u64> = IndexMap::with_capacity(members.len());
     members.iter().any(|m| {
         let count = seen.entry(m.key.as_ref()).or_insert(0);

@@ -172,6 +172,78 @@ fn decoder_refuses_what_it_does_not_read_as_written() {
     );
 }
 
+/// A streamed table's rows are checked by `decode::cells_are`, which
+/// classes a bare token as it finds its end: each token must read back as
+/// its own cell, and any other spelling is refused.
+#[test]
+fn row_check_refuses_what_it_does_not_read_as_written() {
+    let row = r#"{"a":1,"b":"x","c":4.0,"d":true,"e":null,"f":"3.5","g":4.10,"h":"true"}"#;
+    let doc = super::parse::parse(row).unwrap();
+    let members = doc.object(doc.root.as_ref().unwrap()).unwrap();
+    let reads = |line: &str| super::decode::cells_are(line, b',', members).is_some();
+    for good in [
+        r#"1,x,4,true,null,"3.5",4.1,"true""#,
+        r#"1,"x",4,true,null,"3.5",4.1,"true""#,
+    ] {
+        assert!(reads(good), "{good:?}");
+    }
+    for bad in [
+        r#"1,x,4.0,true,null,"3.5",4.1,"true""#,
+        r#"1,x,4.5,true,null,"3.5",4.1,"true""#,
+        r#"1,x,40,true,null,"3.5",4.1,"true""#,
+        r#"1,x,4,true,null,3.5,4.1,"true""#,
+        r#"1,x,4,true,null,"3.5",4.10,"true""#,
+        r#"1,x,4,true,null,"3.5",4.1,true"#,
+        r#"1,x,4,1,null,"3.5",4.1,"true""#,
+        r#"1,x,4,true,,"3.5",4.1,"true""#,
+        r#"1,x,4,true,null,"3.5",4.1"#,
+        r#"1,x,4,true,null,"3.5",4.1,"true","#,
+        r#"1,x,4,true,null,"3.5",4.1,"true",z"#,
+        r#"1,x ,4,true,null,"3.5",4.1,"true""#,
+        r#"01,x,4,true,null,"3.5",4.1,"true""#,
+        r#"1,y,4,true,null,"3.5",4.1,"true""#,
+        r#"1,x:,4,true,null,"3.5",4.1,"true""#,
+        r#"1,null,4,true,null,"3.5",4.1,"true""#,
+        r#"1,x,4,false,null,"3.5",4.1,"true""#,
+    ] {
+        assert!(!reads(bad), "{bad:?}");
+    }
+}
+
+/// Duplicate keys in a first row are found whether the row is checked
+/// pairwise (a few keys) or through a map (many), spelled alike or one of
+/// them escaped, and leave the block to the generic path, which counts them.
+#[test]
+fn duplicate_keys_are_found_in_short_and_long_rows() {
+    let s = ToonSettings {
+        mode: Mode::Always,
+        ..ToonSettings::default()
+    };
+    for n in [2, 15, 16, 17, 40] {
+        for escaped in [false, true] {
+            let keys: Vec<String> = (0..n).map(|k| format!("\"k{k}\":{k}")).collect();
+            let last = n - 1;
+            let again = if escaped {
+                format!("\"\\u006b{last}\":0")
+            } else {
+                format!("\"k{last}\":0")
+            };
+            let row = format!("{{{},{again}}}", keys.join(","));
+            let text = format!("[{}]", vec![row; 8].join(","));
+            let got = crate::stage::toon::encode(&text, json::literal::literal_len(&text), &s);
+            assert_eq!(
+                got,
+                Err(Reason::DuplicateKeys),
+                "{n} keys, escaped {escaped}"
+            );
+            let distinct = format!("[{}]", vec![format!("{{{}}}", keys.join(",")); 8].join(","));
+            let encoded =
+                crate::stage::toon::encode(&distinct, json::literal::literal_len(&distinct), &s);
+            assert!(encoded.is_ok(), "{n} keys: {encoded:?}");
+        }
+    }
+}
+
 /// `emit::needs_quotes` is `needs_quoting`, only faster.
 #[test]
 fn quoting_shortcut_is_needs_quoting() {
