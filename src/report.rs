@@ -262,21 +262,20 @@ impl Report {
 
 fn block_bytes(decisions: &[Decision]) -> (usize, usize) {
     type Key<'a> = (Option<&'a str>, Option<usize>);
-    let changed = || {
-        decisions
-            .iter()
-            .filter(|d| d.outcome.changed() && d.block.is_some())
-    };
     // One changed block (most results): its first change and its last.
-    let mut each = changed();
-    if let Some(first) = each.next() {
-        let key = (first.id.as_deref(), first.block);
-        if each.all(|d| (d.id.as_deref(), d.block) == key) {
-            let last = changed().next_back().unwrap_or(first);
-            return (first.bytes_before, last.bytes_after);
-        }
-    } else {
+    let mut changed = decisions
+        .iter()
+        .filter(|d| d.outcome.changed() && d.block.is_some());
+    let Some(first) = changed.next() else {
         return (0, 0);
+    };
+    let key = (first.id.as_deref(), first.block);
+    let mut last = first;
+    if changed.all(|d| {
+        last = d;
+        (d.id.as_deref(), d.block) == key
+    }) {
+        return (first.bytes_before, last.bytes_after);
     }
     // By block, in a map: a result (or a listing) of very many changed
     // blocks must not cost the square of their number (issue 13).

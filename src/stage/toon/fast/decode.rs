@@ -516,12 +516,7 @@ fn each_token<'t>(
 
 /// The token decodes to the primitive `expected`.
 pub(super) fn primitive_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
-    same(primitive(token, delim)?, expected)
-}
-
-/// A decoded primitive is the JSON value `expected`.
-fn same(decoded: Node<'_>, expected: &Node<'_>) -> Option<()> {
-    let same = match (decoded, expected) {
+    let same = match (primitive(token, delim)?, expected) {
         (Node::Null, Node::Null) => true,
         (Node::Bool(p), Node::Bool(q)) => p == *q,
         (Node::Num(p), Node::Num(q)) => same_number(p, q),
@@ -541,7 +536,7 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
         }
         return unescape(token.get(1..end)?).map(Node::Str);
     }
-    bare(token, delim, needs_quotes)
+    bare(token, delim)
 }
 
 /// [`bare`] with [`needs_quotes_plain`], compared with `expected` without
@@ -582,9 +577,8 @@ fn same_as_canonical(token: &str, raw: &str) -> bool {
 }
 
 /// An unquoted token (§4): a literal, a canonical number, or a string that
-/// no encoder would have quoted, as `quoted` (`needs_quotes`, or its
-/// shortcut where the caller has seen the token's bytes) tells.
-fn bare(token: &str, delim: u8, quoted: fn(&str, char) -> bool) -> Option<Node<'_>> {
+/// no encoder would have quoted.
+fn bare(token: &str, delim: u8) -> Option<Node<'_>> {
     if is_keyword(token) {
         return Some(match token {
             "true" => Node::Bool(true),
@@ -595,7 +589,7 @@ fn bare(token: &str, delim: u8, quoted: fn(&str, char) -> bool) -> Option<Node<'
     match number(token) {
         Some(true) => Some(Node::Num(token)),
         Some(false) => None,
-        None if quoted(token, char::from(delim)) => None,
+        None if needs_quotes(token, char::from(delim)) => None,
         None => Some(Node::Str(Cow::Borrowed(token))),
     }
 }
