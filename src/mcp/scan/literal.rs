@@ -223,6 +223,9 @@ fn hex4(digits: &[u8]) -> Option<u32> {
 // A failed unwrap here is a failed test.
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use proptest::prelude::Rng;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+
     use super::read;
     use crate::stage::clean::compact::has_layout;
 
@@ -305,6 +308,59 @@ mod tests {
             }
             mixed.push('"');
             agrees(&mixed);
+        }
+    }
+
+    /// Longer texts, so that whole words of plain bytes and `\"` escapes
+    /// meet every other stop at every offset in a word: JSON tables (with
+    /// and without layout, spaces inside and outside strings), and JSON
+    /// with escapes of its own; each followed by more of a body, which the
+    /// read must not take.
+    #[test]
+    fn long_texts_at_every_offset() {
+        let alphabet = [
+            "\"", "\"", "\"", "\\", " ", "\n", "a", "bc", "é", "😀", "{", "}", ":", ",", "1",
+            "\u{1}", "/", "\"x\"", "\"a b\"", "\t", "\u{7f}",
+        ];
+        let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+        let mut next = || rng.next_u64();
+        let mut texts: Vec<String> = Vec::new();
+        for pad in 0..9 {
+            let key = "k".repeat(pad);
+            texts.push(format!(
+                r#"[{{"id":1,"{key}":"Widget 1","p":3.5}},{{"id":2,"{key}":"W 2","p":4}}]"#
+            ));
+            texts.push(format!(r#"[{{"id":1, "{key}": "Widget 1"}}, {{"id": 2}}]"#));
+            texts.push(format!(r#"{{"{key}":"a\"b","x":"c\\d","y":"e\nf g"}}"#));
+            texts.push(format!(r#"{{"{key}":"tab\there","z":["1 2",3]}} "#));
+        }
+        for _ in 0..3_000 {
+            let len = (next() % 80) as usize;
+            texts.push(
+                (0..len)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                    .collect(),
+            );
+        }
+        for text in &texts {
+            let literal = serde_json::to_string(text).unwrap();
+            agrees(&literal);
+            let body = format!("{literal}, \"next\": \"x\"}}");
+            let (len, d) = read(body.as_bytes()).unwrap();
+            assert_eq!(len, literal.len(), "{body:?}");
+            assert_eq!(d.value.as_deref(), Some(text.as_str()), "{body:?}");
+            // Cut short, or broken by a raw control or a bad escape, at
+            // each byte of the first words: no literal.
+            for cut in 1..literal.len().min(40) {
+                let short = literal.get(..cut).unwrap_or("");
+                assert!(read(short.as_bytes()).is_none(), "{short:?}");
+                if literal.is_char_boundary(cut) && !literal[..cut].ends_with('\\') {
+                    for bad in ["\u{1}", "\\x"] {
+                        let broken = format!("{}{bad}{}", &literal[..cut], &literal[cut..]);
+                        assert!(read(broken.as_bytes()).is_none(), "{broken:?}");
+                    }
+                }
+            }
         }
     }
 

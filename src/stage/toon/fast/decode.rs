@@ -564,6 +564,10 @@ fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
 /// arithmetic.
 fn same_as_canonical(token: &str, raw: &str) -> bool {
     if let Some(rest) = raw.strip_prefix(token) {
+        // The literal as it was, the common case.
+        if rest.is_empty() {
+            return true;
+        }
         let zeros = if token.contains('.') {
             Some(rest)
         } else {
@@ -601,15 +605,21 @@ fn bare(token: &str, delim: u8) -> Option<Node<'_>> {
 /// them since an encoder quotes numeric-like strings.
 fn number(token: &str) -> Option<bool> {
     let bytes = token.as_bytes();
-    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    let negative = bytes.first() == Some(&b'-');
+    let digits = bytes.get(usize::from(negative)..)?;
+    // One pass over the digits (a cell's token is read once per row): the
+    // integer part, then the fraction's length, its last digit and the
+    // zeros that lead it.
+    let mut int_len = 0;
+    while digits.get(int_len).is_some_and(u8::is_ascii_digit) {
+        int_len += 1;
+    }
     let first = *digits.first()?;
-    let int_len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
     if int_len == 0 || (int_len > 1 && first == b'0') {
         return None;
     }
-    let (int, rest) = digits.split_at_checked(int_len)?;
-    if rest.is_empty() {
-        if token == "-0" {
+    let Some(&after) = digits.get(int_len) else {
+        if negative && first == b'0' {
             return None;
         }
         // Eighteen digits always fit an i64: no need to parse those.
@@ -619,23 +629,33 @@ fn number(token: &str) -> Option<bool> {
         // Past u64, toon-format reads an integer as a double, and keeps it
         // a number only when the token is that double's canonical form.
         return Some(reads_as_itself(token));
+    };
+    if after != b'.' {
+        return None;
     }
-    let frac = rest.strip_prefix(b".")?;
-    if frac.is_empty() || !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+    let frac = digits.get(int_len + 1..)?;
+    let mut lead = 0;
+    let mut seen_nonzero = false;
+    for &b in frac {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        if b != b'0' {
+            seen_nonzero = true;
+        } else if !seen_nonzero {
+            lead += 1;
+        }
+    }
+    if frac.last().is_none_or(|&b| b == b'0') {
         return None;
     }
     // toon-format reads a fraction as the nearest f64. With at most 15
     // significant digits, well away from the subnormals, that double's
     // shortest spelling is the token itself; past that, check.
-    let lead = if int == b"0" {
-        frac.iter().take_while(|&&b| b == b'0').count()
+    let (significant, lead) = if int_len == 1 && first == b'0' {
+        (frac.len() - lead, lead)
     } else {
-        0
-    };
-    let significant = if int == b"0" {
-        frac.len() - lead
-    } else {
-        int.len() + frac.len()
+        (int_len + frac.len(), 0)
     };
     if significant <= 15 && lead <= 290 {
         return Some(true);
@@ -651,4 +671,77 @@ fn reads_as_itself(token: &str) -> bool {
         .and_then(ToonNumber::from_f64)
         .map(|n| format_canonical_number(&n));
     reads_as.as_deref() == Some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::Rng;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+
+    use super::{number, reads_as_itself};
+
+    /// `None` unless the token is `-?(0|[1-9][0-9]*)(.[0-9]*[1-9])?` other
+    /// than `-0`; then whether toon-format reads it as exactly itself,
+    /// computed every time (no shortcut).
+    fn reference(token: &str) -> Option<bool> {
+        let digits = token.strip_prefix('-').unwrap_or(token);
+        let (int, frac) = match digits.split_once('.') {
+            Some((int, frac)) => (int, Some(frac)),
+            None => (digits, None),
+        };
+        let int_ok = !int.is_empty()
+            && int.bytes().all(|b| b.is_ascii_digit())
+            && (int == "0" || !int.starts_with('0'));
+        let frac_ok = frac.is_none_or(|f| {
+            !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()) && !f.ends_with('0')
+        });
+        if !int_ok || !frac_ok || token == "-0" {
+            return None;
+        }
+        if frac.is_none() && (token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok()) {
+            return Some(true);
+        }
+        Some(reads_as_itself(token))
+    }
+
+    /// Generated tokens over the characters a number is spelt with: the
+    /// one-pass reading against the grammar and toon-format's reading.
+    #[test]
+    fn number_tokens_read_as_the_grammar_and_toon_format_read_them() {
+        let alphabet = b"-0001234567899..e";
+        let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]);
+        let mut next = |n: u64| rng.next_u64() % n;
+        let mut found = [0usize; 3];
+        for _ in 0..200_000 {
+            let len = 1 + next(22);
+            let token: String = (0..len)
+                .map(|_| char::from(alphabet[next(alphabet.len() as u64) as usize]))
+                .collect();
+            let read = number(&token);
+            assert_eq!(read, reference(&token), "{token:?}");
+            found[match read {
+                None => 0,
+                Some(true) => 1,
+                Some(false) => 2,
+            }] += 1;
+        }
+        for token in [
+            "0",
+            "-1",
+            "10",
+            "0.5",
+            "-0.25",
+            "0.0001",
+            "12345678901234567890",
+        ] {
+            assert_eq!(number(token), reference(token), "{token:?}");
+            assert_eq!(number(token), Some(true), "{token:?}");
+        }
+        for token in ["-0", "05", "1.50", "1.", ".5", "1e5", "-", "", "1.2.3"] {
+            assert_eq!(number(token), None, "{token:?}");
+        }
+        // Long fractions toon-format does not read back as themselves.
+        assert_eq!(number("0.1000000000000000055511151231257827"), Some(false));
+        assert!(found.iter().all(|&n| n > 0), "{found:?}");
+    }
 }

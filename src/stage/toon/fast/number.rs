@@ -87,6 +87,9 @@ fn shortcut(raw: &str) -> Shortcut<'_> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::Rng;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+
     use super::*;
 
     #[test]
@@ -131,6 +134,39 @@ mod tests {
         ];
         for raw in cases {
             assert_eq!(canonical(raw).map(Cow::into_owned), generic(raw), "{raw}");
+        }
+    }
+
+    /// Generated JSON number literals (RFC 8259 §6), zeros and long digit
+    /// runs made likely: the shortcuts against the computation.
+    #[test]
+    fn shortcuts_agree_on_generated_literals() {
+        let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[13; 32]);
+        let mut next = |n: u64| rng.next_u64() % n;
+        let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
+            (0..len)
+                .map(|_| match next(3) {
+                    0 => '0',
+                    _ => char::from(b'0' + next(10) as u8),
+                })
+                .collect()
+        };
+        for _ in 0..50_000 {
+            let mut raw = String::new();
+            if next(3) == 0 {
+                raw.push('-');
+            }
+            let int = digits(1 + next(20), &mut next);
+            let int = int.trim_start_matches('0');
+            raw.push_str(if int.is_empty() { "0" } else { int });
+            if next(4) != 0 {
+                raw.push('.');
+                raw.push_str(&digits(1 + next(20), &mut next));
+            }
+            if next(8) == 0 {
+                raw.push_str(&format!("e{}", next(40) as i64 - 20));
+            }
+            assert_eq!(canonical(&raw).map(Cow::into_owned), generic(&raw), "{raw}");
         }
     }
 }
