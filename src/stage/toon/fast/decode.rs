@@ -559,12 +559,11 @@ fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
 }
 
 /// [`same_number`] for a canonical token ([`number`]) and a JSON number
-/// literal: the literal is often the token with trailing fraction zeros
-/// (`4.0`, `3.50`), which the encoder drops (§2), and then needs no
-/// arithmetic.
+/// literal: the literal is most often the token itself, or the token with
+/// trailing fraction zeros (`4.0`, `3.50`), which the encoder drops (§2);
+/// neither needs arithmetic.
 fn same_as_canonical(token: &str, raw: &str) -> bool {
     if let Some(rest) = raw.strip_prefix(token) {
-        // The literal as it was, the common case.
         if rest.is_empty() {
             return true;
         }
