@@ -389,7 +389,11 @@ impl Job {
             if block.changed && !block.written {
                 // Sized exactly, and the text let go once it is written:
                 // the new body is the only other copy.
-                let mut literal = String::with_capacity(stage::literal_len(&block.text));
+                let len = block
+                    .wire
+                    .take()
+                    .unwrap_or_else(|| stage::literal_len(&block.text));
+                let mut literal = String::with_capacity(len);
                 crate::json::literal::write_literal(&mut literal, &block.text);
                 block.text = String::new();
                 self.edits.replace_span(block.span.clone(), literal);
@@ -517,9 +521,10 @@ fn encode(
     let note = block.trim_note.as_deref();
     let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
     let result = toon.and_then(|emission| {
-        let emission = match note {
-            Some(note) => with_note(emission, note, header),
-            None => emission,
+        // The note changes the text the stage measured.
+        let (emission, wire) = match note {
+            Some(note) => (with_note(emission.text, note, header), None),
+            None => (emission.text, Some(emission.wire)),
         };
         // A cap too small for the header and one row would leave an
         // agent a marker and no data: the block goes unencoded instead.
@@ -528,11 +533,12 @@ fn encode(
         if max > 0 && !clean::can_hold_first_row(&emission, max, framing) {
             return Err(Reason::CapTooSmall);
         }
-        Ok(emission)
+        Ok((emission, wire))
     });
     match result {
-        Ok(emission) => {
+        Ok((emission, wire)) => {
             block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
+            block.wire = wire;
             block.tagged = keyed && (tags_marker || block.trim_note.is_some());
             block.trim_note = None;
             true
@@ -608,6 +614,7 @@ fn tool_call_blocks(
         blocks.push(Block {
             span,
             text,
+            wire: None,
             layout: Some(layout),
             changed: false,
             id: call.id.clone(),

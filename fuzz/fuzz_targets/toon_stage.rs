@@ -1,6 +1,7 @@
 //! The TOON stage keeps its promises on any text: in adaptive mode an
 //! emission is never larger than the block (as text and as a JSON string
-//! literal) and decodes back to the identical value.
+//! literal) and decodes back to the identical value; the size on the wire
+//! the stage reports is the emission's.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     let header = [Header::Marker, Header::Fence, Header::None][usize::from(knobs % 3)];
     let mode = if knobs & 0x80 != 0 { Mode::Always } else { Mode::Adaptive };
     let s = ToonSettings { mode, header, min_bytes: 0, min_rows: 1, ..ToonSettings::default() };
-    let result = toon::encode(text, literal_len(text), &s);
+    let measured = toon::encode_within(text, literal_len(text), &s, &mut toon::Budget::per_response());
+    if let Ok(e) = &measured {
+        assert_eq!(e.wire, literal_len(&e.text), "wire size miscounted");
+    }
+    let result = measured.map(|e| e.text);
     let generic = toon::encode_generic(text, literal_len(text), &s);
     if result == Err(mcp_toon::Reason::ToonBudget) {
         // Only the generic path could decide, past its budget (issue 13).

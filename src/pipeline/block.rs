@@ -15,6 +15,12 @@ pub(super) struct Block {
     /// Span of the block's JSON string literal in the body.
     pub(super) span: Range<usize>,
     pub(super) text: String,
+    /// `text`'s size as a JSON string literal, where the stage that wrote
+    /// it measured that (TOON does): the block's write is sized by it
+    /// without another pass. Every other change to `text` clears it; were
+    /// one to miss, the write would only be sized wrong, never written
+    /// wrong.
+    pub(super) wire: Option<usize>,
     /// Whether the text as read has whitespace between JSON tokens, when
     /// the scan found it (for clean, the first to look).
     pub(super) layout: Option<bool>,
@@ -79,8 +85,14 @@ impl Block {
         report: &mut Report,
     ) {
         report.push(self.decision(stage, outcome, self.text.len(), text.len(), lossless));
+        self.set_text(text);
+    }
+
+    /// A stage's new text, not yet measured.
+    pub(super) fn set_text(&mut self, text: String) {
         self.text = text;
         self.changed = true;
+        self.wire = None;
     }
 
     /// The decision that the block passed `stage` unchanged, for `reason`;
@@ -100,8 +112,7 @@ impl Block {
             report.push(self.applied(a));
         }
         if let Some(text) = cleaned.text {
-            self.text = text;
-            self.changed = true;
+            self.set_text(text);
         }
     }
 
@@ -124,6 +135,7 @@ impl Block {
     pub(super) fn note_line(&mut self, keyed: bool) {
         if let Some(note) = self.trim_note.take() {
             self.text = format!("{note}\n{}", self.text);
+            self.wire = None;
             self.tagged = keyed;
         }
     }
@@ -135,6 +147,7 @@ impl Block {
         }
         if let Some(signed) = crate::tag::sign(&self.text, key.as_bytes()) {
             self.text = signed;
+            self.wire = None;
         }
     }
 
@@ -188,12 +201,12 @@ impl Block {
             report.push(self.applied(&a));
         }
         if let clean::Capped::Cut { text, .. } = capped {
-            self.text = text;
-            self.changed = true;
+            self.set_text(text);
         }
         if let Some(note) = note {
             self.text.push_str(&note);
             self.changed = true;
+            self.wire = None;
         }
     }
 }

@@ -124,8 +124,7 @@ pub(super) fn apply_trim(
                     after,
                     false,
                 ));
-                block.text = e.to_string();
-                block.changed = true;
+                block.set_text(e.to_string());
                 block.trim_note = Some(note.clone());
                 block.trimmed = true;
             }

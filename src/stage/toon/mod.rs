@@ -62,22 +62,34 @@ impl Budget {
     }
 }
 
+/// A block's TOON emission, marker included, and its size as a JSON
+/// string literal: adaptive mode measures that to hold the never-larger
+/// promise, and the pipeline sizes the block's write by it, so the
+/// emission is measured once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emission {
+    pub text: String,
+    /// `literal_len(&text)`.
+    pub wire: usize,
+}
+
 /// Encodes one text block, or says why it stays as it is, with a budget
 /// of its own ([`encode_within`] shares one across a response's blocks).
 ///
 /// `wire_len` is the size of the block's JSON string literal on the wire;
 /// adaptive mode never lets that grow either.
 pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
-    encode_within(text, wire_len, s, &mut Budget::per_response())
+    encode_within(text, wire_len, s, &mut Budget::per_response()).map(|e| e.text)
 }
 
-/// [`encode`], drawing generic-path work from `budget`.
+/// [`encode`], drawing generic-path work from `budget`, with the
+/// emission's size on the wire.
 pub fn encode_within(
     text: &str,
     wire_len: usize,
     s: &ToonSettings,
     budget: &mut Budget,
-) -> Result<String, Reason> {
+) -> Result<Emission, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
     }
@@ -100,7 +112,7 @@ pub fn encode_within(
 /// toon-format's own encoder and decoder. The fast path falls back to it,
 /// and the differential tests and benchmarks hold the two side by side.
 pub fn encode_generic(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
-    generic(text, wire_len, s, None)
+    generic(text, wire_len, s, None).map(|e| e.text)
 }
 
 /// The generic path; with a budget, the encoding step (the costly one)
@@ -110,7 +122,7 @@ fn generic(
     wire_len: usize,
     s: &ToonSettings,
     budget: Option<&mut Budget>,
-) -> Result<String, Reason> {
+) -> Result<Emission, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
     }
@@ -134,7 +146,8 @@ fn generic(
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
         return Err(Reason::BelowThreshold);
     }
-    if adaptive && literal_len(&emission) > wire_len {
+    let wire = literal_len(&emission);
+    if adaptive && wire > wire_len {
         return Err(Reason::BelowThreshold);
     }
     // Duplicate keys parse, but a Value keeps one of them: a rewrite would
@@ -145,7 +158,10 @@ fn generic(
     if s.verify && !decodes_to(&toon, &value) {
         return Err(Reason::VerifyFailed);
     }
-    Ok(emission)
+    Ok(Emission {
+        text: emission,
+        wire,
+    })
 }
 
 /// `after` is at least `pct` % smaller than `before`, in exact integer

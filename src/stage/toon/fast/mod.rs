@@ -50,13 +50,13 @@ use crate::config::{Mode, ToonSettings};
 use crate::marker;
 use crate::outcome::Reason;
 
-use super::smaller_enough;
+use super::{smaller_enough, Emission};
 
 /// What the fast path made of a block.
 #[derive(Debug, PartialEq)]
 pub(super) enum Fast {
     /// The generic path's answer, reached without it.
-    Done(Result<String, Reason>),
+    Done(Result<Emission, Reason>),
     /// Outside the fast path's forms: run the generic path.
     Fallback,
     /// Past the gates (the classifier and the exactness checks, whose
@@ -99,7 +99,8 @@ fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &Encod
     if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
-    if adaptive && wire_size(&emission) > wire_len {
+    let wire = wire_size(&emission);
+    if adaptive && wire > wire_len {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
     // Duplicate keys: the parser refused them, so the generic path counts
@@ -107,7 +108,10 @@ fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &Encod
     if s.verify && !decodes_to(&toon, &doc, options) {
         return Fast::Unwritten;
     }
-    Fast::Done(Ok(emission))
+    Fast::Done(Ok(Emission {
+        text: emission,
+        wire,
+    }))
 }
 
 /// `stage::literal_len` (the emission's size as a JSON string literal):

@@ -36,7 +36,9 @@ use super::emit::{push_key, push_primitive};
 use super::number;
 use super::parse::Cursor;
 use super::tree::{key_eq, Member, Node};
+use super::Emission;
 use crate::config::{Mode, ToonSettings};
+use crate::json::literal::literal_len;
 use crate::marker::Header;
 use crate::outcome::Reason;
 
@@ -44,7 +46,7 @@ use crate::outcome::Reason;
 #[derive(Debug, PartialEq)]
 pub(super) enum Streamed {
     /// The tree path's answer.
-    Done(Result<String, Reason>),
+    Done(Result<Emission, Reason>),
     /// Not this shape (or not provably so): the tree path decides.
     Other,
 }
@@ -90,10 +92,12 @@ pub(super) fn encode(
         delimiter: options.delimiter,
         verify: s.verify,
         min_rows: s.min_rows,
+        escapes: 0,
     };
     if s.header == Header::Marker {
         w.out.push_str(&s.marker);
         w.out.push('\n');
+        w.escapes += escapes_in(&s.marker) + 1;
     }
     let mut c = Cursor::new(text);
     if w.document(&mut c).is_none() {
@@ -108,10 +112,14 @@ pub(super) fn encode(
     if adaptive && !super::super::smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
         return Streamed::Done(Err(Reason::BelowThreshold));
     }
-    if adaptive && super::wire_size(&emission) > wire_len {
+    let wire = 2 + emission.len() + w.escapes;
+    if adaptive && wire > wire_len {
         return Streamed::Done(Err(Reason::BelowThreshold));
     }
-    Streamed::Done(Ok(emission))
+    Streamed::Done(Ok(Emission {
+        text: emission,
+        wire,
+    }))
 }
 
 struct Writer {
@@ -130,6 +138,12 @@ struct Writer {
     delimiter: Delimiter,
     verify: bool,
     min_rows: usize,
+    /// What escaping adds to `out` as a JSON string literal (`\n` for each
+    /// line break, `\"` for each quote, …), counted as it is written: the
+    /// emission's size on the wire, which adaptive mode holds to the
+    /// block's and the pipeline sizes its write by, then needs no pass of
+    /// its own over the emission.
+    escapes: usize,
 }
 
 impl Writer {
@@ -202,6 +216,7 @@ impl Writer {
     fn line(&mut self, depth: usize) -> usize {
         if self.lines > 0 {
             self.out.push('\n');
+            self.escapes += 1;
         }
         self.lines += 1;
         for _ in 0..depth * self.indent {
@@ -232,6 +247,7 @@ impl Writer {
         push_key(&mut self.out, key);
         self.out.push_str(": ");
         push_primitive(&mut self.out, value, char::from(self.delim))?;
+        self.escapes += escapes_in(self.out.get(start..)?);
         if self.verify {
             let content = self.out.get(start..)?;
             let (k, rest) = decode::key_token(content)?;
@@ -347,6 +363,7 @@ impl Writer {
         if header_at > self.out.len() {
             return None;
         }
+        self.escapes += escapes_in(&header);
         self.out.insert_str(header_at, &header);
         // The header may take the emission over its limit.
         self.over_limit();
@@ -384,7 +401,19 @@ impl Writer {
             if j > 0 {
                 self.out.push(char::from(self.delim));
             }
+            let cell = self.out.len();
             push_primitive(&mut self.out, &m.value, char::from(self.delim))?;
+            // A bare token holds none of the bytes JSON escapes: §7.2
+            // quotes every string with a quote, a backslash or a control
+            // character (`emit::needs_quotes`), and numbers and literals
+            // are plain. Only a quoted one is looked at again.
+            if self.out.as_bytes().get(cell) == Some(&b'"') {
+                self.escapes += escapes_in(self.out.get(cell..)?);
+            }
+        }
+        // The tab delimiter is a control character JSON escapes (`\t`).
+        if self.delim == b'\t' {
+            self.escapes += members.len().saturating_sub(1);
         }
         if self.verify {
             self.row_reads_back(at, members)?;
@@ -435,6 +464,11 @@ impl Writer {
                 .all(|(f, m)| f.children.is_none() && key_eq(&f.name, &m.key));
         same.then_some(())
     }
+}
+
+/// What escaping adds to `s` in a JSON string literal.
+fn escapes_in(s: &str) -> usize {
+    literal_len(s) - 2 - s.len()
 }
 
 /// A value the emission could write: a primitive, and a number TOON
