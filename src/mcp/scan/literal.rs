@@ -90,6 +90,15 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
     // one large text of a result that is its size; a short literal gives
     // the rest back below.
     let mut out: Vec<u8> = Vec::with_capacity(b.len() - 1);
+    // The plain runs and `\"` escapes go first to a buffer on the stack,
+    // eight bytes at a time, and into `out` a kilobyte at a time: written
+    // to `out` itself, each word paid for `Vec`'s capacity check and length
+    // update, and its cut back to the run. Reading a 64 KB table's literal
+    // natively: 61.6M → 51.7M instructions per 50; through Envoy the
+    // module's share of the request went 5,846.8k → 5,736.2k (a smaller
+    // buffer copies out more often, and each copy is a call out of wasm).
+    let mut staged = [0u8; 1024];
+    let mut held = 0;
     let mut layout = Layout::default();
     let mut refused = false;
     let mut at = 1;
@@ -99,16 +108,22 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
         while let Some(word) = b.get(at..at + 8) {
             let w = <[u8; 8]>::try_from(word).ok()?;
             let found = stops(u64::from_le_bytes(w));
-            out.extend_from_slice(&w);
+            // Room for the word and a quote after it.
+            if held + 9 > staged.len() {
+                out.extend_from_slice(staged.get(..held)?);
+                held = 0;
+            }
+            staged.get_mut(held..held + 8)?.copy_from_slice(&w);
             if found != 0 {
                 let k = (found.trailing_zeros() / 8) as usize;
-                out.truncate(out.len() - (8 - k));
+                held += k;
                 layout.run(k, || spaces_below(u64::from_le_bytes(w), k));
                 // `\"`, the escape of a text of JSON every few bytes, is
                 // taken here, and the run after it read on in this loop.
                 if b.get(at + k..at + k + 2) == Some(b"\\\"") {
                     layout.escape('"');
-                    out.push(b'"');
+                    *staged.get_mut(held)? = b'"';
+                    held += 1;
                     at += k + 2;
                     continue;
                 }
@@ -116,8 +131,11 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
                 break;
             }
             layout.run(8, || spaces_below(u64::from_le_bytes(w), 8));
+            held += 8;
             at += 8;
         }
+        out.extend_from_slice(staged.get(..held)?);
+        held = 0;
         let stop = match stop {
             Some(stop) => stop,
             None => {
@@ -312,10 +330,11 @@ mod tests {
     }
 
     /// Longer texts, so that whole words of plain bytes and `\"` escapes
-    /// meet every other stop at every offset in a word: JSON tables (with
-    /// and without layout, spaces inside and outside strings), and JSON
-    /// with escapes of its own; each followed by more of a body, which the
-    /// read must not take.
+    /// meet every other stop at every offset in a word, and the staging
+    /// buffer fills at every offset too: JSON tables (with and without
+    /// layout, spaces inside and outside strings), and JSON with escapes of
+    /// its own; each followed by more of a body, which the read must not
+    /// take.
     #[test]
     fn long_texts_at_every_offset() {
         let alphabet = [
@@ -333,9 +352,21 @@ mod tests {
             texts.push(format!(r#"[{{"id":1, "{key}": "Widget 1"}}, {{"id": 2}}]"#));
             texts.push(format!(r#"{{"{key}":"a\"b","x":"c\\d","y":"e\nf g"}}"#));
             texts.push(format!(r#"{{"{key}":"tab\there","z":["1 2",3]}} "#));
+            // Only `\"` escapes for hundreds of bytes, and with an escape
+            // of its own every row.
+            for q in ["ab", r#"a\"b"#] {
+                let rows: Vec<String> = (0..40)
+                    .map(|i| format!(r#"{{"id":{i},"{key}":"W {i}","q":"{q}"}}"#))
+                    .collect();
+                texts.push(format!("[{}]", rows.join(",")));
+            }
         }
         for _ in 0..3_000 {
-            let len = (next() % 80) as usize;
+            let len = if next() % 8 == 0 {
+                (next() % 400) as usize
+            } else {
+                (next() % 80) as usize
+            };
             texts.push(
                 (0..len)
                     .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])

@@ -548,9 +548,15 @@ fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
         Node::Bool(b) => token == if *b { "true" } else { "false" },
         Node::Num(raw) => number(token)? && same_as_canonical(token, raw),
         Node::Str(s) => {
+            // A number token starts with a digit or a sign: most strings
+            // are known not to be one without reading on.
+            let may_be_number = token
+                .as_bytes()
+                .first()
+                .is_some_and(|&b| b == b'-' || b.is_ascii_digit());
             short_eq(token, s)
                 && !is_keyword(token)
-                && number(token).is_none()
+                && (!may_be_number || number(token).is_none())
                 && !needs_quotes_plain(token, char::from(delim))
         }
         Node::Arr { .. } | Node::Obj { .. } => false,
