@@ -103,7 +103,11 @@ impl<'a> Cursor<'a> {
     /// it was, for any other value, which [`Cursor::value`] then reads: a
     /// row that follows the first row's keys needs no key scan, no member
     /// list in the doc and no duplicate check (the first row had none).
-    pub(super) fn row_of(&mut self, keys: &[&'a str], out: &mut Vec<Member<'a>>) -> Option<()> {
+    pub(super) fn row_of(
+        &mut self,
+        keys: &[KeyLiteral<'a>],
+        out: &mut Vec<Member<'a>>,
+    ) -> Option<()> {
         let start = self.p.pos;
         out.clear();
         let read = self.p.row_of(keys, out);
@@ -150,6 +154,44 @@ impl<'a> Cursor<'a> {
                 *slot = (0, 0);
             }
         }
+    }
+}
+
+/// A table key's literal `"key"` (no escape in it), held as two
+/// little-endian words and their masks when it fits in sixteen bytes: a
+/// row's key is then confirmed by two word comparisons rather than a call
+/// that compares bytes, once per cell of every row.
+pub(super) struct KeyLiteral<'a> {
+    key: &'a str,
+    words: Option<([u64; 2], [u64; 2])>,
+}
+
+impl<'a> KeyLiteral<'a> {
+    pub(super) fn new(key: &'a str) -> Self {
+        let len = key.len() + 2;
+        let words = (len <= 16).then(|| {
+            let mut bytes = [0u8; 16];
+            for (slot, b) in bytes.iter_mut().zip(
+                std::iter::once(b'"')
+                    .chain(key.bytes())
+                    .chain(std::iter::once(b'"')),
+            ) {
+                *slot = b;
+            }
+            let (lo, hi) = bytes.split_at(8);
+            let word = |b: &[u8]| <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes);
+            // The low `n` bytes of a word.
+            let mask = |n: usize| match n {
+                0 => 0,
+                8.. => u64::MAX,
+                n => (1u64 << (8 * n)) - 1,
+            };
+            (
+                [word(lo), word(hi)],
+                [mask(len.min(8)), mask(len.saturating_sub(8))],
+            )
+        });
+        Self { key, words }
     }
 }
 
@@ -353,15 +395,24 @@ impl<'a> Parser<'a> {
     }
 
     /// See [`Cursor::row_of`].
-    fn row_of(&mut self, keys: &[&'a str], out: &mut Vec<Member<'a>>) -> Option<()> {
+    fn row_of(&mut self, keys: &[KeyLiteral<'a>], out: &mut Vec<Member<'a>>) -> Option<()> {
         self.eat(b'{')?;
-        for (j, &key) in keys.iter().enumerate() {
+        for (j, literal) in keys.iter().enumerate() {
             self.skip_ws();
             if j > 0 {
                 self.eat(b',')?;
                 self.skip_ws();
             }
-            if !self.literal_ahead(key) {
+            let key = literal.key;
+            let ahead = match (&literal.words, self.bytes.get(self.pos..self.pos + 16)) {
+                (Some((words, masks)), Some(next)) => {
+                    let (lo, hi) = next.split_at(8);
+                    let word = |b: &[u8]| <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes);
+                    word(lo) & masks[0] == words[0] && word(hi) & masks[1] == words[1]
+                }
+                _ => self.literal_ahead(key),
+            };
+            if !ahead {
                 return None;
             }
             self.pos += key.len() + 2;

@@ -34,7 +34,7 @@ use toon_format::types::{Delimiter, EncodeOptions, Indent};
 use super::decode;
 use super::emit::{push_key, push_primitive};
 use super::number;
-use super::parse::Cursor;
+use super::parse::{Cursor, KeyLiteral};
 use super::tree::{key_eq, Member, Node};
 use super::Emission;
 use crate::config::{Mode, ToonSettings};
@@ -285,13 +285,13 @@ impl Writer {
             .reserve(self.reserve.saturating_sub(self.out.len()));
         // The first row's keys, when none was escaped: rows that spell them
         // so are read without the general object parse (Cursor::row_of).
-        let keys: Option<Vec<&'a str>> = c
+        let keys: Option<Vec<KeyLiteral<'a>>> = c
             .doc()
             .members
             .get(start..keep)?
             .iter()
             .map(|m| match m.key {
-                Cow::Borrowed(k) => Some(k),
+                Cow::Borrowed(k) => Some(KeyLiteral::new(k)),
                 Cow::Owned(_) => None,
             })
             .collect();

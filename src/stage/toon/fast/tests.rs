@@ -942,13 +942,7 @@ fn streamed_path_matches_the_tree_path() {
 #[test]
 fn later_rows_read_either_way_agree_with_the_tree_path() {
     let options = EncodeOptions::default();
-    let s = ToonSettings {
-        mode: Mode::Always,
-        min_bytes: 0,
-        min_rows: 1,
-        header: Header::Marker,
-        ..ToonSettings::default()
-    };
+    let s = always_from_one_row();
     let plain = r#"[{"id":1,"name":"a b"},{"id":2,"name":"c"},{"id":3,"name":"d"}]"#;
     let cases = [
         plain.to_string(),
@@ -963,14 +957,7 @@ fn later_rows_read_either_way_agree_with_the_tree_path() {
     ];
     let mut done = 0;
     for text in &cases {
-        let wire = literal_len(text);
-        let tree = super::encode_on_tree(text, wire, &s, &options);
-        if let super::stream::Streamed::Done(result) =
-            super::stream::encode(text, wire, &s, &options)
-        {
-            assert_eq!(Fast::Done(result), tree, "{text}");
-            done += 1;
-        }
+        done += usize::from(streams_as_the_tree_path(text, &s));
     }
     // The plain table, the respelled key, the spaced row and the escaped
     // value stream; the others are left to the tree path.
@@ -978,4 +965,72 @@ fn later_rows_read_either_way_agree_with_the_tree_path() {
     let respelled = super::stream::encode(&cases[1], literal_len(&cases[1]), &s, &options);
     let original = super::stream::encode(plain, literal_len(plain), &s, &options);
     assert_eq!(respelled, original, "one key's spelling changes nothing");
+}
+
+/// Later rows' keys are matched against the first row's as words
+/// (`parse::KeyLiteral`): keys of every length up to past the two words, a
+/// key that differs only in its last byte or by one more byte, a key
+/// spelled with an escape, and rows that end within sixteen bytes of the
+/// text's end, each with the tree path's answer.
+#[test]
+fn row_keys_match_as_words_at_every_length() {
+    let s = always_from_one_row();
+    let mut streamed = 0;
+    for len in 0..=20 {
+        let key: String = (0..len)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let mut last_differs = key.clone();
+        if last_differs.pop().is_some() {
+            last_differs.push('Z');
+        }
+        let longer = format!("{key}x");
+        // The same key, its first letter escaped.
+        let escaped = match key.split_at_checked(1) {
+            Some((first, rest)) if !first.is_empty() => {
+                format!("\\u{:04x}{rest}", u32::from(first.as_bytes()[0]))
+            }
+            _ => key.clone(),
+        };
+        for (i, second) in [&key, &escaped, &last_differs, &longer]
+            .into_iter()
+            .enumerate()
+        {
+            for tail in ["", r#","b":2"#] {
+                let text = format!(r#"[{{"{key}":1{tail}}},{{"{second}":3{tail}}}]"#);
+                if streams_as_the_tree_path(&text, &s) && i < 2 {
+                    streamed += 1;
+                }
+            }
+        }
+    }
+    // Every table whose rows share one key streams, however the second
+    // row spells it.
+    assert_eq!(streamed, 21 * 2 * 2);
+}
+
+/// Always mode from a single row, with the marker.
+fn always_from_one_row() -> ToonSettings {
+    ToonSettings {
+        mode: Mode::Always,
+        min_bytes: 0,
+        min_rows: 1,
+        header: Header::Marker,
+        ..ToonSettings::default()
+    }
+}
+
+/// Whether the streamed path decides `text`; when it does, its answer is
+/// the tree path's.
+fn streams_as_the_tree_path(text: &str, s: &ToonSettings) -> bool {
+    let options = EncodeOptions::default();
+    let wire = literal_len(text);
+    let tree = super::encode_on_tree(text, wire, s, &options);
+    match super::stream::encode(text, wire, s, &options) {
+        super::stream::Streamed::Done(result) => {
+            assert_eq!(Fast::Done(result), tree, "{text}");
+            true
+        }
+        super::stream::Streamed::Other => false,
+    }
 }
