@@ -545,7 +545,9 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
 fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
     let same = match expected {
         Node::Null => token == "null",
-        Node::Bool(b) => token == if *b { "true" } else { "false" },
+        // Each against a constant, so that the comparison is inlined.
+        Node::Bool(true) => token == "true",
+        Node::Bool(false) => token == "false",
         Node::Num(raw) => number(token)? && same_as_canonical(token, raw),
         Node::Str(s) => {
             // A number token starts with a digit or a sign: most strings

@@ -257,8 +257,10 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], node: Node<'a>) -> Option<Node<'a>> {
-        let end = self.pos.checked_add(word.len())?;
+    /// `word` next; its length a constant, so that the comparison is
+    /// inlined rather than a call (in wasm, to compiler-builtins' memcmp).
+    fn literal<const N: usize>(&mut self, word: &[u8; N], node: Node<'a>) -> Option<Node<'a>> {
+        let end = self.pos.checked_add(N)?;
         if self.bytes.get(self.pos..end)? != word {
             return None;
         }
