@@ -44,11 +44,23 @@ PROTOCOL_VERSION = "2026-07-28"
 # --- ports and processes ------------------------------------------------------
 
 
+# Ports free_port has handed out in this run.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and that
+    this run has not handed out before: the kernel may give a port it has
+    just released to the next bind, so two listeners of one Envoy config
+    could be given the same port (a CI run failed so: "duplicate
+    address")."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def port_open(port: int) -> bool:
