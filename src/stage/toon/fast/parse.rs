@@ -179,7 +179,6 @@ impl<'a> KeyLiteral<'a> {
                 *slot = b;
             }
             let (lo, hi) = bytes.split_at(8);
-            let word = |b: &[u8]| <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes);
             // The low `n` bytes of a word.
             let mask = |n: usize| match n {
                 0 => 0,
@@ -187,12 +186,17 @@ impl<'a> KeyLiteral<'a> {
                 n => (1u64 << (8 * n)) - 1,
             };
             (
-                [word(lo), word(hi)],
+                [le_word(lo), le_word(hi)],
                 [mask(len.min(8)), mask(len.saturating_sub(8))],
             )
         });
         Self { key, words }
     }
+}
+
+/// Eight bytes as a little-endian word (0 for any other length).
+fn le_word(b: &[u8]) -> u64 {
+    <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes)
 }
 
 struct Parser<'a> {
@@ -409,8 +413,7 @@ impl<'a> Parser<'a> {
             let ahead = match (&literal.words, self.bytes.get(self.pos..self.pos + 16)) {
                 (Some((words, masks)), Some(next)) => {
                     let (lo, hi) = next.split_at(8);
-                    let word = |b: &[u8]| <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes);
-                    word(lo) & masks[0] == words[0] && word(hi) & masks[1] == words[1]
+                    le_word(lo) & masks[0] == words[0] && le_word(hi) & masks[1] == words[1]
                 }
                 _ => self.literal_ahead(key),
             };
