@@ -78,10 +78,13 @@ pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
 /// [`encode`] without the streamed path: the whole text parsed into one
 /// tree first.
 fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &EncodeOptions) -> Fast {
+    let adaptive = s.mode == Mode::Adaptive;
+    if adaptive && parse::certainly_not_tabular(text) {
+        return Fast::Done(Err(Reason::NotTabular));
+    }
     let Some(doc) = parse::parse(text) else {
         return Fast::Fallback;
     };
-    let adaptive = s.mode == Mode::Adaptive;
     if adaptive {
         match check::classify(&doc, s.min_rows, s.key_presence_pct) {
             Some(true) => {}

@@ -1034,3 +1034,117 @@ fn streams_as_the_tree_path(text: &str, s: &ToonSettings) -> bool {
         super::stream::Streamed::Other => false,
     }
 }
+
+/// `parse::certainly_not_tabular` says so only where the stage's generic
+/// path refuses the text as no table, whatever its row settings, and says
+/// so often: on generated documents, the same texts cut short, with
+/// garbage after them, with a duplicate key in their last object or an
+/// array put into their first object, and on hand-made edges.
+#[test]
+fn not_tabular_is_found_without_the_tree_only_where_the_stage_finds_it() {
+    use super::parse::certainly_not_tabular;
+    let agrees = |text: &str| {
+        let said = certainly_not_tabular(text);
+        if said {
+            for (min_rows, key_presence_pct) in [(1, 50), (1, 100), (3, 90), (4, 101)] {
+                let s = ToonSettings {
+                    mode: Mode::Adaptive,
+                    min_bytes: 0,
+                    min_rows,
+                    key_presence_pct,
+                    ..ToonSettings::default()
+                };
+                assert_eq!(
+                    encode_generic(text, literal_len(text), &s),
+                    Err(Reason::NotTabular),
+                    "{text} ({min_rows}, {key_presence_pct})"
+                );
+            }
+        }
+        said
+    };
+
+    let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
+    let deeper = format!("{}{}", "[".repeat(140), "]".repeat(140));
+    let many_keys = (0..17)
+        .map(|k| format!("\"k{k}\":{k}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let found = [
+        r#"[{"a":[1]},{"a":2}]"#.to_string(),
+        r#" [ {"a" : [ ] } , 3 ] "#.to_string(),
+        r#"[{"a":{"b":[1]}},{"a":{"b":2}}]"#.to_string(),
+        "[{}]".to_string(),
+        "[]".to_string(),
+        "[1,2]".to_string(),
+        r#""a string""#.to_string(),
+        "42".to_string(),
+        r#"{"a":1,"b":"c"}"#.to_string(),
+        r#"{"a":1,"rows":[{"x":[1,2]},{"x":3}]}"#.to_string(),
+        r#"{"o":{"a":1},"rows":[{"a":1}]}"#.to_string(),
+        r#"{"rows":[],"n":1}"#.to_string(),
+        r#"{"title":"t","sections":[{"h":"p","tags":["ops"]},{"h":"q","tags":[]}]}"#.to_string(),
+        r#"[[1],{"a":"\u00e9\ud83d\ude00\n"}]"#.to_string(),
+        // Duplicate keys past the first row: the generic path's `Value`
+        // keeps one, and the first row still rules a table out.
+        r#"[{"a":[1]},{"b":1,"b":2}]"#.to_string(),
+        format!(r#"[{{"a":[1]}},{{{many_keys}}}]"#),
+    ];
+    for text in &found {
+        assert!(agrees(text), "not found: {text}");
+    }
+    let left = [
+        // Tables, or not known to be none from the first row.
+        r#"[{"a":1},{"a":2}]"#.to_string(),
+        r#"{"rows":[{"a":1}],"more":[1]}"#.to_string(),
+        // Duplicate keys where the generic path's `Value` could differ.
+        r#"[{"a":[1],"a":2}]"#.to_string(),
+        r#"[{"o":{"b":[1],"b":2}},{"o":{"b":3}}]"#.to_string(),
+        r#"{"x":1,"x":[2]}"#.to_string(),
+        // Texts the fast parser refuses: serde_json decides them.
+        r#"[{"a":[1]}"#.to_string(),
+        r#"[{"a":[1]},]"#.to_string(),
+        r#"[{"a":[1]}] x"#.to_string(),
+        r#"[{"a":[1]},"\ud800"]"#.to_string(),
+        r#"[{"a":[01]}]"#.to_string(),
+        format!(r#"[{{"a":[1]}},{deep}]"#),
+        format!(r#"[{{"a":[1]}},{deeper}]"#),
+        String::new(),
+        "   ".to_string(),
+    ];
+    for text in &left {
+        assert!(!certainly_not_tabular(text), "found: {text}");
+    }
+
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[29; 32]);
+    let mut g = Gen {
+        rng: &mut rng,
+        lossy: false,
+    };
+    let (mut texts, mut hits) = (0, 0);
+    for _ in 0..4_000 {
+        let doc = g.document();
+        let text = text_of(&mut g, &doc);
+        let mut variants = vec![text.clone(), format!("{text} ,")];
+        let cut = g.below(text.len() + 1);
+        if let Some(head) = text.get(..cut) {
+            variants.push(head.to_string());
+        }
+        if let Some(at) = text.rfind("{\"") {
+            let mut dup = text.clone();
+            dup.replace_range(at..at + 2, "{\"dup\":1,\"dup\":2,\"");
+            variants.push(dup);
+        }
+        if let Some(at) = text.find("{\"") {
+            let mut nested = text.clone();
+            nested.replace_range(at..at + 2, "{\"arr\":[1],\"");
+            variants.push(nested);
+        }
+        for v in &variants {
+            texts += 1;
+            hits += usize::from(agrees(v));
+        }
+    }
+    eprintln!("found no table without the tree in {hits} of {texts} texts");
+    assert!(hits * 100 >= texts * 15, "found only {hits} of {texts}");
+}
