@@ -60,8 +60,9 @@ def where(symbol_line: str) -> str:
     # binary valgrind names no object for (V8's embedded builtins among it:
     # the no-plugin Envoy runs some too); far above them, the module's
     # code as V8 compiled it.
+    # A recursive function's later levels carry callgrind's `'N` suffix.
     try:
-        address = int(symbol_line.split("???:0x", 1)[1].split()[0], 16)
+        address = int(symbol_line.split("???:0x", 1)[1].split()[0].split("'", 1)[0], 16)
     except (IndexError, ValueError):
         return "other"
     return "envoy" if address < 1 << 32 else "wasm"
