@@ -388,24 +388,7 @@ impl<'a> Parser<'a> {
                     return Some(());
                 }
                 b'\\' => {
-                    self.pos += 1;
-                    let esc = self.peek()?;
-                    self.pos += 1;
-                    match esc {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                        b'u' => match self.hex4()? {
-                            0xD800..=0xDBFF => {
-                                self.eat(b'\\')?;
-                                self.eat(b'u')?;
-                                if !(0xDC00..=0xDFFF).contains(&self.hex4()?) {
-                                    return None;
-                                }
-                            }
-                            0xDC00..=0xDFFF => return None,
-                            _ => {}
-                        },
-                        _ => return None,
-                    }
+                    self.escape()?;
                 }
                 _ => return None,
             }
@@ -436,40 +419,45 @@ impl<'a> Parser<'a> {
             if self.eat(b'"').is_some() {
                 return Some(Cow::Owned(out));
             }
-            self.pos += 1; // the backslash
-            let esc = self.peek()?;
-            self.pos += 1;
-            match esc {
-                b'"' => out.push('"'),
-                b'\\' => out.push('\\'),
-                b'/' => out.push('/'),
-                b'b' => out.push('\u{8}'),
-                b'f' => out.push('\u{c}'),
-                b'n' => out.push('\n'),
-                b'r' => out.push('\r'),
-                b't' => out.push('\t'),
-                b'u' => {
-                    let unit = self.hex4()?;
-                    let code = match unit {
-                        0xD800..=0xDBFF => {
-                            // A high surrogate must be followed by an
-                            // escaped low one; anything else is left to
-                            // serde_json's judgement.
-                            self.eat(b'\\')?;
-                            self.eat(b'u')?;
-                            let low = self.hex4()?;
-                            if !(0xDC00..=0xDFFF).contains(&low) {
-                                return None;
-                            }
-                            0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+            out.push(self.escape()?);
+        }
+    }
+
+    /// The escape at `pos` (its backslash), decoded (RFC 8259 §7).
+    fn escape(&mut self) -> Option<char> {
+        self.pos += 1; // the backslash
+        let esc = self.peek()?;
+        self.pos += 1;
+        match esc {
+            b'"' => Some('"'),
+            b'\\' => Some('\\'),
+            b'/' => Some('/'),
+            b'b' => Some('\u{8}'),
+            b'f' => Some('\u{c}'),
+            b'n' => Some('\n'),
+            b'r' => Some('\r'),
+            b't' => Some('\t'),
+            b'u' => {
+                let unit = self.hex4()?;
+                let code = match unit {
+                    0xD800..=0xDBFF => {
+                        // A high surrogate must be followed by an escaped
+                        // low one; anything else is left to serde_json's
+                        // judgement.
+                        self.eat(b'\\')?;
+                        self.eat(b'u')?;
+                        let low = self.hex4()?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
                         }
-                        0xDC00..=0xDFFF => return None,
-                        _ => unit,
-                    };
-                    out.push(char::from_u32(code)?);
-                }
-                _ => return None,
+                        0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    0xDC00..=0xDFFF => return None,
+                    _ => unit,
+                };
+                char::from_u32(code)
             }
+            _ => None,
         }
     }
 
