@@ -67,18 +67,18 @@ def child(module: str, request: str, response: str, exchanges: int) -> None:
     first = play(vm, script)
     if first.trap:
         raise SystemExit(f"the module trapped: {first.trap}")
-    # What the client received, for the parent's heading.
-    print(len(first.client.body))
+    # What the client received, for the parent's heading, and whose perf
+    # map (/tmp/perf-PID.map) to remove once perf has read it.
+    print(len(first.client.body), os.getpid())
     for _ in range(exchanges):
         play(vm, script)
 
 
-def build() -> list[str]:
+def build() -> None:
     cmd = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--features", "plugin"]
     env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET), "CARGO_PROFILE_RELEASE_STRIP": "false"}
     print("+", " ".join(cmd), f"(CARGO_TARGET_DIR={TARGET.relative_to(ROOT)}, names kept)", file=sys.stderr, flush=True)
     subprocess.run(cmd, cwd=ROOT, env=env, check=True)
-    return cmd
 
 
 def samples(perf_data: Path) -> dict[str, int]:
@@ -139,8 +139,9 @@ def main() -> None:
             data = work / f"{row}.perf"
             cmd = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-o", str(data), "--",
                    str(VENV_PYTHON), __file__, "--child", str(MODULE), str(request), str(response), str(exchanges)]
-            sent = int(subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout.split()[0])
+            sent, pid = (int(x) for x in subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout.split()[:2])
             found = samples(data)
+            Path(f"/tmp/perf-{pid}.map").unlink(missing_ok=True)
             total = sum(found.values())
             if total == 0:
                 raise SystemExit(f"{row}: no samples in compiled wasm (is the perf map written to /tmp?)")
