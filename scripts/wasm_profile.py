@@ -6,9 +6,10 @@ splits them by Envoy, the module and libc, but cannot name the module's
 functions: V8 compiles them with no symbols, and Envoy offers no way to
 pass V8 its `--perf-basic-prof` flag. Wasmtime can: built with its function
 names kept, the same module runs in Wasmtime (Cranelift) with a perf map,
-driven by the wasm tier's host (tests/wasm/host.py) through the exchange
-the Envoy bench sends (its tools/call and result bodies, response in 16 KiB
-chunks, default configuration, the host's log level at info as Envoy's),
+driven by the wasm tier's host and exchange script (tests/wasm/host.py,
+traffic.py) on the Envoy bench's tools/call and result bodies (response in
+16 KiB chunks, default configuration, the host's log level at info as
+Envoy's),
 while `perf record` samples the process. Only samples in compiled wasm
 count: the share of each function is of the module's own time. Cranelift
 is not V8, so read it for where the time goes, not for how much.
@@ -48,6 +49,7 @@ def child(module: str, request: str, response: str, exchanges: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "wasm"))
     import wasmtime
     from host import Vm, play
+    from traffic import Exchange, script
 
     config = wasmtime.Config()
     config.profiler = "perfmap"
@@ -56,22 +58,17 @@ def child(module: str, request: str, response: str, exchanges: int) -> None:
     vm.log_level = INFO
     if not vm.start():
         raise SystemExit("the plugin refused its configuration")
-    req, resp = Path(request).read_bytes(), Path(response).read_bytes()
-    chunks = [resp[i : i + CHUNK] for i in range(0, len(resp), CHUNK)]
-    script = [
-        ("request_headers", [(":method", "POST"), (":path", "/mcp"), (":authority", "bench"), ("content-type", "application/json"), ("accept", "application/json, text/event-stream")], False),
-        ("request_body", req, True),
-        ("response_headers", [(":status", "200"), ("content-type", "application/json"), ("content-length", str(len(resp)))], False),
-        *[("response_body", c, i == len(chunks) - 1) for i, c in enumerate(chunks)],
-    ]
-    first = play(vm, script)
+    resp = Path(response).read_bytes()
+    exchange = Exchange("bench", {}, Path(request).read_bytes(), "application/json", [resp])
+    events = script(exchange, response_cuts=tuple(range(CHUNK, len(resp), CHUNK)))
+    first = play(vm, events)
     if first.trap:
         raise SystemExit(f"the module trapped: {first.trap}")
     # What the client received, for the parent's heading, and whose perf
     # map (/tmp/perf-PID.map) to remove once perf has read it.
     print(len(first.client.body), os.getpid())
     for _ in range(exchanges):
-        play(vm, script)
+        play(vm, events)
 
 
 def build() -> None:
