@@ -96,7 +96,7 @@ fn one_run(min: Duration, f: &mut dyn FnMut()) -> f64 {
     secs * 1e6 / iters as f64
 }
 
-fn main() {
+pub fn main() {
     let manifest = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))

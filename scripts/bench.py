@@ -7,7 +7,8 @@ with the figures and the commands that made them.
 3. through Envoy: no plugin / empty filter / floor / plugin with every stage
    off / plugin adaptive, on tabular and non-tabular results of 1 KB, 64 KB
    and 1 MiB, with wrk; the ratios to the no-plugin and floor rows are
-   printed too (issue 14);
+   printed too (issue 14), and the plugin's core on the same bodies
+   natively and in Node's V8 (benches/core_time.rs, benches/core_wasm/);
 4. instructions per request through Envoy under callgrind, split by where
    they run (scripts/instructions.py);
 5. module size and peak core memory per stream (cargo bench --bench
@@ -203,6 +204,7 @@ def body_of(make: Callable[[int], str], size: int | None) -> bytes:
     return body
 CONNECTIONS = 8
 FLOOR_WASM = ROOT / "target" / "floor" / "wasm32-wasip1" / "release" / "mcp_toon_floor.wasm"
+CORE_WASM = ROOT / "target" / "core-wasm" / "wasm32-wasip1" / "release" / "core_wasm.wasm"
 
 
 def build_floor() -> list[str]:
@@ -258,10 +260,11 @@ def request_rows(names: list[str]) -> list[tuple[str, str, bytes, dict[str, str]
     return rows
 
 
-def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work: Path) -> tuple[list[str], dict[str, float]]:
-    """Native µs per exchange (benches/core_time.rs) of each (name, listener,
-    request, request headers, response) with that listener's plugin
-    configuration."""
+def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work: Path) -> tuple[list[str], dict[str, float], list[str], dict[str, float]]:
+    """µs per exchange of the plugin's core (benches/core_time.rs) on each
+    (name, listener, request, request headers, response) with that
+    listener's plugin configuration: natively, and compiled to wasm32-wasip1
+    and run by Node's V8 (benches/core_wasm/)."""
     entries = []
     for name, listener, request, headers, body in cells:
         config = next(w for _, n, w in ENVOY_LISTENERS if n == listener)
@@ -273,8 +276,17 @@ def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work:
     manifest = work / "core-time.json"
     manifest.write_text(json.dumps(entries))
     cmd = ["cargo", "bench", "--quiet", "--bench", "core_time", "--", str(manifest)]
-    times, _calls = (json.loads(line) for line in sh(cmd).strip().splitlines()[-2:])
-    return ["cargo", "bench", "--quiet", "--bench", "core_time", "--", "MANIFEST"], times
+    native, _calls = (json.loads(line) for line in sh(cmd).strip().splitlines()[-2:])
+    build = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", "benches/core_wasm/Cargo.toml", "--target-dir", "target/core-wasm"]
+    sh(build)
+    run = ["node", "--no-warnings", "benches/core_wasm/run.mjs", str(CORE_WASM), str(manifest)]
+    v8, _calls = (json.loads(line) for line in sh(run).strip().splitlines()[-2:])
+    return (
+        ["cargo", "bench", "--quiet", "--bench", "core_time", "--", "MANIFEST"],
+        native,
+        [*build, "&&", *run[:-1], "MANIFEST"],
+        v8,
+    )
 
 
 def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
@@ -291,7 +303,7 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="mcp-toon-bench-") as tmp:
         work = Path(tmp)
         core_cells = [(row, n, req, hdrs, bodies[case]) for row, case, req, hdrs in rows_wanted for _, n, w in ENVOY_LISTENERS if isinstance(w, dict)]
-        core_cmd, core = core_times(core_cells, work)
+        core_cmd, core, v8_cmd, v8 = core_times(core_cells, work)
         upstream, port = loadgen.start_canned_upstream(cases, work)
         try:
             listeners = [Listener(name, what if isinstance(what, dict) else {}, False) for _, name, what in ENVOY_LISTENERS]
@@ -316,8 +328,8 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             upstream.stop()
     cpu = {(row, name): cpu_us for row, _, _, _, name, _, cpu_us in measured}
     lines = [
-        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request | × no plugin | × floor | native core µs | floor + native µs | × (floor + native) |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| result | server bytes | client bytes | Envoy | requests/s | p50 ms | p99 ms | Envoy CPU µs/request | × no plugin | × floor | native core µs | V8 core µs | floor + native µs | × (floor + native) | × (floor + V8 core) |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row, sent, got, label, name, r, cpu_us in measured:
         base = cpu.get((row, "none"))
@@ -325,15 +337,17 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
         native = core.get(f"{row}/{name}")
         floor = cpu.get((row, "floor"))
         ratio += f" | {cpu_us / floor:.2f}" if floor else " | –"
-        if native is not None and floor is not None:
-            extra = f"{native:,.0f} | {floor + native:,.0f} | {cpu_us / (floor + native):.2f}"
+        in_v8 = v8.get(f"{row}/{name}")
+        if native is not None and in_v8 is not None and floor is not None:
+            extra = f"{native:,.0f} | {in_v8:,.0f} | {floor + native:,.0f} | {cpu_us / (floor + native):.2f} | {cpu_us / (floor + in_v8):.2f}"
         else:
-            extra = "– | – | –"
+            extra = "– | – | – | – | –"
         lines.append(
             f"| {row} | {sent:,} | {got:,} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:,.0f} | {ratio} | {extra} |"
         )
     table = "\n".join(lines)
-    summary = ratios(cpu, core, [r for r, _, _, _ in rows_wanted])
+    node_version = sh(["node", "--version"]).strip().removeprefix("v")
+    summary = ratios(cpu, core, v8, [r for r, _, _, _ in rows_wanted])
     print(summary)
     return f"""## Through Envoy
 
@@ -364,8 +378,13 @@ less on what else runs. "× no plugin" is that figure over the no-plugin row
 of the same result. "native core µs" is the plugin's core on the same
 request and response natively (`{shlex.join(core_cmd)}`, `benches/core_time.rs`:
 the driver on the in-memory host, response in 16 KiB chunks, best of 7);
-"× (floor + native)" reads a plugin row as the floor's cost plus the core's
-own work. The non-tabular result is a compact JSON document with nested
+"V8 core µs" is the same program compiled to wasm32-wasip1 and run by
+Node {node_version}'s V8 outside Envoy (`benches/core_wasm/`:
+`{shlex.join(v8_cmd)}`), by its thread's CPU time as natively. The wasm
+build's cost in V8 itself is "V8 core" over "native core"; what remains of
+a row past floor + V8 core comes from running inside Envoy under this load.
+"× (floor + native)" and "× (floor + V8 core)" read a plugin row as the
+floor's cost plus the core's own work. The non-tabular result is a compact JSON document with nested
 arrays: TOON passes it (`not_tabular`) and it leaves unchanged. The 1 MiB
 rows are the largest results whose body stays within 1 MiB less 1 KiB
 (`max_body_bytes` is 1 MiB by default; a body past it passes untouched).
@@ -381,10 +400,10 @@ within 2× of floor + native; a 1 KB table at defaults ≤ 1.5× no plugin):
 """
 
 
-def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list[str]) -> str:
+def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], v8: dict[str, float], rows: list[str]) -> str:
     lines = [
-        "| result | no plugin µs | empty filter | floor | floor + host calls | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + host calls) | defaults ÷ (floor + native) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| result | no plugin µs | empty filter | floor | floor + host calls | stages off | stages off ÷ floor | defaults | defaults ÷ floor | defaults ÷ (floor + host calls) | defaults ÷ (floor + native) | defaults ÷ (floor + V8 core) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         base = cpu.get((row, "none"))
@@ -395,6 +414,8 @@ def ratios(cpu: dict[tuple[str, str], float], core: dict[str, float], rows: list
         over = lambda name, by: f"{cpu[(row, name)] / by:.2f}×" if by and (row, name) in cpu else "–"  # noqa: E731
         native, default = core.get(f"{row}/adaptive"), cpu.get((row, "adaptive"))
         vs = f"{default / (floor + native):.2f}" if None not in (native, floor, default) else "–"
+        in_v8 = v8.get(f"{row}/adaptive")
+        vs += f" | {default / (floor + in_v8):.2f}" if None not in (in_v8, floor, default) else " | –"
         lines.append(
             f"| {row} | {base:,.0f} | {cell('empty')} | {cell('floor')} | {cell('calls')} | {cell('off')} | {over('off', floor)} | {cell('adaptive')} | {over('adaptive', floor)} | {over('adaptive', calls)} | {vs} |"
         )
