@@ -15,7 +15,7 @@ with the figures and the commands that made them.
    stream_memory).
 
 Run from the repository root after `make build`: .venv/bin/python scripts/bench.py
-Options: --seconds N (wrk run length per cell, default 8), --only SECTION
+Options: --seconds N (wrk run length per cell and round, default 4), --only SECTION
 (tokens, projection, throughput, envoy, instructions, memory; repeatable) to rerun a part: its
 sections replace theirs in the existing file, stamped with the run's date
 and commit; the others stay.
@@ -203,8 +203,13 @@ def body_of(make: Callable[[int], str], size: int | None) -> bytes:
         size -= (len(body) - BODY_1M) * 4 // 5 + 256
     return body
 CONNECTIONS = 8
+# Each Envoy cell is measured this many times, the listeners of a row in
+# turn, and reported by its median round.
+ROUNDS = 3
 FLOOR_WASM = ROOT / "target" / "floor" / "wasm32-wasip1" / "release" / "mcp_toon_floor.wasm"
 CORE_WASM = ROOT / "target" / "core-wasm" / "wasm32-wasip1" / "release" / "core_wasm.wasm"
+# Node 22 from npm, which `make bootstrap` installs for the e2e suite's peers.
+NODE = ROOT / "tests" / "e2e" / "node_modules" / "node" / "bin" / "node"
 
 
 def build_floor() -> list[str]:
@@ -279,12 +284,12 @@ def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work:
     native, _calls = (json.loads(line) for line in sh(cmd).strip().splitlines()[-2:])
     build = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", "benches/core_wasm/Cargo.toml", "--target-dir", "target/core-wasm"]
     sh(build)
-    run = ["node", "--no-warnings", "benches/core_wasm/run.mjs", str(CORE_WASM), str(manifest)]
+    run = [str(NODE), "--no-warnings", "benches/core_wasm/run.mjs", str(CORE_WASM), str(manifest)]
     v8, _calls = (json.loads(line) for line in sh(run).strip().splitlines()[-2:])
     return (
         ["cargo", "bench", "--quiet", "--bench", "core_time", "--", "MANIFEST"],
         native,
-        [*build, "&&", *run[:-1], "MANIFEST"],
+        [*build, "&&", "node", *run[1:-1], "MANIFEST"],
         v8,
     )
 
@@ -310,18 +315,31 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             e = loadgen.start_plugin_envoy(listeners, port, work, "envoy-bench", no_plugin=("none",), tweak=floor_tweak)
             try:
                 for row, case, request, headers in rows_wanted:
+                    sent_len: dict[str, int] = {}
+                    rounds: dict[str, list[tuple[float, Any]]] = {}
                     for label, name, _ in ENVOY_LISTENERS:
                         url = e.url(name, "")
                         # Sizes as the client sees them, and a warm-up.
                         sent = harness.post(f"{url}/load/{case}", json.loads(request))
                         assert sent.status_code == 200, sent
+                        sent_len[name] = len(sent.content)
                         loadgen.run_wrk(url, [case], None, 500, 4, threads=1, request_body=request, request_headers=headers)
-                        cpu_before = cpu_seconds(e.proc.pid)
-                        r = loadgen.run_wrk(url, [case], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request, request_headers=headers)
-                        cpu_us = (cpu_seconds(e.proc.pid) - cpu_before) * 1e6 / max(r.responses, 1)
-                        assert r.non_2xx == 0 and not any(r.errors.values()), r.output
-                        measured.append((row, len(bodies[case]), len(sent.content), label, name, r, cpu_us))
-                        print(f"{row} {label}: {r.requests_per_s:.0f} req/s p50 {r.latency_us['p50']} us p99 {r.latency_us['p99']} us, {cpu_us:.0f} us CPU/req", file=sys.stderr)
+                    # The listeners in turn, `ROUNDS` times: a burst of
+                    # the machine's other load then falls on one round of
+                    # every listener rather than on all of one listener's.
+                    for i in range(ROUNDS):
+                        for label, name, _ in ENVOY_LISTENERS:
+                            url = e.url(name, "")
+                            cpu_before = cpu_seconds(e.proc.pid)
+                            r = loadgen.run_wrk(url, [case], None, None, CONNECTIONS, threads=2, seconds=seconds, request_body=request, request_headers=headers)
+                            cpu_us = (cpu_seconds(e.proc.pid) - cpu_before) * 1e6 / max(r.responses, 1)
+                            assert r.non_2xx == 0 and not any(r.errors.values()), r.output
+                            rounds.setdefault(name, []).append((cpu_us, r))
+                            print(f"{row} {label} ({i + 1}/{ROUNDS}): {r.requests_per_s:.0f} req/s p50 {r.latency_us['p50']} us p99 {r.latency_us['p99']} us, {cpu_us:.0f} us CPU/req", file=sys.stderr)
+                    for label, name, _ in ENVOY_LISTENERS:
+                        # The round of median CPU per request, with its wrk figures.
+                        cpu_us, r = sorted(rounds[name], key=lambda m: m[0])[len(rounds[name]) // 2]
+                        measured.append((row, len(bodies[case]), sent_len[name], label, name, r, cpu_us))
             finally:
                 e.stop()
         finally:
@@ -346,7 +364,8 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             f"| {row} | {sent:,} | {got:,} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:,.0f} | {ratio} | {extra} |"
         )
     table = "\n".join(lines)
-    node_version = sh(["node", "--version"]).strip().removeprefix("v")
+    node_version = sh([str(NODE), "--version"]).strip().removeprefix("v")
+    v8_version = sh([str(NODE), "-p", "process.versions.v8"]).strip()
     summary = ratios(cpu, core, v8, [r for r, _, _, _ in rows_wanted])
     print(summary)
     return f"""## Through Envoy
@@ -369,8 +388,10 @@ second Envoy that answers with canned tool results (`direct_response`, so no
 Python on the path). Each cell: `wrk -t2 -c{CONNECTIONS} -d{seconds}s` POSTing
 one `tools/call` (the row `resources/read`: a request the plugin leaves
 alone, answered with the same 64 KB table), after a warm-up of 500 requests;
-latency is wrk's, from send to last byte, under {CONNECTIONS} connections in
-flight. Both Envoys and wrk share the machine (with whatever else runs on
+{ROUNDS} rounds of a row's listeners in turn, each cell reported by its round
+of median CPU per request (so a burst of the machine's other load moves one
+round, not the row); latency is wrk's, from send to last byte, under
+{CONNECTIONS} connections in flight. Both Envoys and wrk share the machine (with whatever else runs on
 it), so requests/s and latency compare the rows of one run, not machines;
 "Envoy CPU µs/request" is the plugin Envoy's user + system CPU time
 (`/proc/PID/stat`) over the cell divided by the responses, which depends
@@ -379,7 +400,7 @@ of the same result. "native core µs" is the plugin's core on the same
 request and response natively (`{shlex.join(core_cmd)}`, `benches/core_time.rs`:
 the driver on the in-memory host, response in 16 KiB chunks, best of 7);
 "V8 core µs" is the same program compiled to wasm32-wasip1 and run by
-Node {node_version}'s V8 outside Envoy (`benches/core_wasm/`:
+Node {node_version}'s V8 ({v8_version}) outside Envoy (`benches/core_wasm/`:
 `{shlex.join(v8_cmd)}`), by its thread's CPU time as natively. The wasm
 build's cost in V8 itself is "V8 core" over "native core"; what remains of
 a row past floor + V8 core comes from running inside Envoy under this load.
@@ -534,7 +555,7 @@ def splice(text: str, sections: list[str], stamp: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--only", action="append", choices=["tokens", "projection", "throughput", "envoy", "instructions", "memory", "adversarial", "hostile"])
     ap.add_argument("--cases", help="comma-separated rows of the Envoy section (e.g. tabular-64k), for a quick look")
     ap.add_argument("--out", type=Path, default=OUT, help="where to write (default BENCHMARKS.md)")
