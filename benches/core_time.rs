@@ -96,6 +96,8 @@ fn one_run(min: Duration, f: &mut dyn FnMut()) -> f64 {
     secs * 1e6 / iters as f64
 }
 
+// Public so that `benches/core_wasm/` runs this same program compiled to
+// wasm32-wasip1 (the "V8 core µs" column).
 pub fn main() {
     let manifest = std::env::args()
         .skip(1)
