@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 import harness  # noqa: E402
 import loadgen  # noqa: E402
+import peers  # noqa: E402
 from harness import Listener  # noqa: E402
 
 OUT = ROOT / "BENCHMARKS.md"
@@ -208,12 +209,13 @@ CONNECTIONS = 8
 ROUNDS = 3
 FLOOR_WASM = ROOT / "target" / "floor" / "wasm32-wasip1" / "release" / "mcp_toon_floor.wasm"
 CORE_WASM = ROOT / "target" / "core-wasm" / "wasm32-wasip1" / "release" / "core_wasm.wasm"
-# Node 22 from npm, which `make bootstrap` installs for the e2e suite's peers.
-NODE = ROOT / "tests" / "e2e" / "node_modules" / "node" / "bin" / "node"
 
 
-def build_floor() -> list[str]:
-    cmd = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", "benches/floor/Cargo.toml", "--target-dir", "target/floor"]
+def build_wasm(crate: str, target_dir: str) -> list[str]:
+    """Builds one of the bench's own crates (benches/CRATE/) for
+    wasm32-wasip1 into target/TARGET_DIR/ (FLOOR_WASM, CORE_WASM); the
+    command."""
+    cmd = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", f"benches/{crate}/Cargo.toml", "--target-dir", f"target/{target_dir}"]
     sh(cmd)
     return cmd
 
@@ -281,11 +283,11 @@ def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work:
     manifest = work / "core-time.json"
     manifest.write_text(json.dumps(entries))
     cmd = ["cargo", "bench", "--quiet", "--bench", "core_time", "--", str(manifest)]
-    native, _calls = (json.loads(line) for line in sh(cmd).strip().splitlines()[-2:])
-    build = ["cargo", "build", "--quiet", "--release", "--target", "wasm32-wasip1", "--manifest-path", "benches/core_wasm/Cargo.toml", "--target-dir", "target/core-wasm"]
-    sh(build)
-    run = [str(NODE), "--no-warnings", "benches/core_wasm/run.mjs", str(CORE_WASM), str(manifest)]
-    v8, _calls = (json.loads(line) for line in sh(run).strip().splitlines()[-2:])
+    # core_time prints its times, then the host calls of one exchange.
+    native = json.loads(sh(cmd).strip().splitlines()[-2])
+    build = build_wasm("core_wasm", "core-wasm")
+    run = [str(peers.NODE), "--no-warnings", "benches/core_wasm/run.mjs", str(CORE_WASM), str(manifest)]
+    v8 = json.loads(sh(run).strip().splitlines()[-2])
     return (
         ["cargo", "bench", "--quiet", "--bench", "core_time", "--", "MANIFEST"],
         native,
@@ -295,7 +297,7 @@ def core_times(cells: list[tuple[str, str, bytes, dict[str, str], bytes]], work:
 
 
 def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
-    floor_cmd = build_floor()
+    floor_cmd = build_wasm("floor", "floor")
     bodies = {}
     for label, size in SIZES:
         bodies[f"tabular-{label}"] = body_of(tabular_text, size)
@@ -364,8 +366,8 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
             f"| {row} | {sent:,} | {got:,} | {label} | {r.requests_per_s:.0f} | {r.latency_us['p50'] / 1000:.2f} | {r.latency_us['p99'] / 1000:.2f} | {cpu_us:,.0f} | {ratio} | {extra} |"
         )
     table = "\n".join(lines)
-    node_version = sh([str(NODE), "--version"]).strip().removeprefix("v")
-    v8_version = sh([str(NODE), "-p", "process.versions.v8"]).strip()
+    node_version = sh([str(peers.NODE), "--version"]).strip().removeprefix("v")
+    v8_version = sh([str(peers.NODE), "-p", "process.versions.v8"]).strip()
     summary = ratios(cpu, core, v8, [r for r, _, _, _ in rows_wanted])
     print(summary)
     return f"""## Through Envoy

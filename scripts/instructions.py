@@ -95,7 +95,7 @@ def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[d
     for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is missing (Debian package valgrind)")
-    bench.build_floor()
+    bench.build_wasm("floor", "floor")
     bodies = {}
     for label, size in bench.SIZES:
         bodies[f"tabular-{label}"] = bench.body_of(bench.tabular_text, size)
