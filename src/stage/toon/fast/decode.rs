@@ -28,7 +28,7 @@ use std::borrow::Cow;
 use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
 use toon_format::utils::{format_canonical_number, unescape_string};
 
-use super::emit::{is_keyword, needs_quotes, needs_quotes_plain, special_bytes_of};
+use super::emit::{first_special, is_keyword, needs_quotes, needs_quotes_plain, special_bytes_of};
 use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node};
 
 /// Field groups nested deeper than toon-format's own bound are refused.
@@ -454,20 +454,29 @@ pub(super) fn tokens_of<'t>(text: &'t str, delim: u8, out: &mut Vec<&'t str>) ->
 /// that §7.2 quotes a string for (the delimiter is one), so a token that
 /// reaches its delimiter, or the row's end, that way holds none of them.
 pub(super) fn cells_are(text: &str, delim: u8, members: &[Member<'_>]) -> Option<()> {
-    let mut expected = members.iter();
+    tokens_are(text, delim, members.iter().map(|m| &m.value))
+}
+
+/// [`cells_are`] for a row's values.
+pub(super) fn values_are(text: &str, delim: u8, values: &[Node<'_>]) -> Option<()> {
+    tokens_are(text, delim, values.iter())
+}
+
+fn tokens_are<'n, 'j: 'n>(
+    text: &str,
+    delim: u8,
+    mut expected: impl Iterator<Item = &'n Node<'j>>,
+) -> Option<()> {
     let Some(special) = special_bytes_of(char::from(delim)) else {
         each_token(text, delim, |token| {
-            primitive_is(token, delim, &expected.next()?.value)
+            primitive_is(token, delim, expected.next()?)
         })?;
         return expected.next().is_none().then_some(());
     };
     let mut rest = text;
     loop {
-        let value = &expected.next()?.value;
-        let plain = rest
-            .bytes()
-            .position(|b| special.get(usize::from(b)).copied().unwrap_or(true))
-            .unwrap_or(rest.len());
+        let value = expected.next()?;
+        let plain = first_special(rest.as_bytes(), special, char::from(delim));
         let ends_bare = plain > 0 && rest.as_bytes().get(plain).is_none_or(|&b| b == delim);
         let after = if ends_bare {
             let (token, after) = rest.split_at_checked(plain)?;

@@ -395,12 +395,44 @@ pub(super) fn needs_quotes(s: &str, delim: char) -> bool {
     let Some(table) = special_bytes_of(delim) else {
         return needs_quoting(s, delim);
     };
-    if s.bytes()
-        .any(|b| table.get(usize::from(b)).copied().unwrap_or(true))
-    {
+    if first_special(s.as_bytes(), table, delim) < s.len() {
         return true;
     }
     needs_quotes_plain(s, delim)
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// The index of the first byte of `b` that `table` (one of
+/// [`special_bytes_of`]'s, for `delim`) flags, or `b.len()`: eight bytes at
+/// a time, where a byte loop over short cells was most of writing and
+/// checking a row (issue 14). Each test flags its bytes with the lowest
+/// flag exact (`json::literal::stops`), so their union's lowest flag is
+/// exact too: `"`, `\` and the controls; `:`; the delimiter; and `[ ]`
+/// and `{ }` at once, as `{ }` once bit 5 is set in every byte (no other
+/// byte turns into either).
+pub(super) fn first_special(b: &[u8], table: &[bool; 256], delim: char) -> usize {
+    use crate::json::literal::{equal_bytes, stops};
+    let d = u8::try_from(delim).unwrap_or(b',');
+    let mut at = 0;
+    while let Some(word) = b.get(at..at + 8) {
+        let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
+        let braces = w | (ONES * 0x20);
+        let flags = stops(w)
+            | equal_bytes(w, b':')
+            | equal_bytes(w, d)
+            | equal_bytes(braces, b'{')
+            | equal_bytes(braces, b'}');
+        if flags != 0 {
+            return at + (flags.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    let tail = b.get(at..).unwrap_or(&[]);
+    at + tail
+        .iter()
+        .position(|&c| table.get(usize::from(c)).copied().unwrap_or(true))
+        .unwrap_or(tail.len())
 }
 
 /// [`needs_quotes`] for a string known to hold none of the bytes its

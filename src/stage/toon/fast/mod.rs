@@ -41,6 +41,7 @@ mod emit;
 mod number;
 
 mod parse;
+mod row;
 mod stream;
 mod tree;
 

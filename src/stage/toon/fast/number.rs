@@ -87,9 +87,6 @@ fn shortcut(raw: &str) -> Shortcut<'_> {
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::Rng;
-    use proptest::test_runner::{RngAlgorithm, TestRng};
-
     use super::*;
 
     #[test]
@@ -137,21 +134,36 @@ mod tests {
         }
     }
 
-    /// Generated JSON number literals (RFC 8259 §6), zeros and long digit
-    /// runs made likely: the shortcuts against the computation.
+    /// Generated JSON number literals: the shortcuts against the
+    /// computation.
     #[test]
     fn shortcuts_agree_on_generated_literals() {
-        let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[13; 32]);
-        let mut next = |n: u64| rng.next_u64() % n;
-        let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
-            (0..len)
-                .map(|_| match next(3) {
-                    0 => '0',
-                    _ => char::from(b'0' + next(10) as u8),
-                })
-                .collect()
-        };
-        for _ in 0..50_000 {
+        for raw in generated_literals(13, 50_000) {
+            assert_eq!(canonical(&raw).map(Cow::into_owned), generic(&raw), "{raw}");
+        }
+    }
+}
+
+/// `n` generated JSON number literals (RFC 8259 §6), zeros and long digit
+/// runs made likely, from `seed`: for the tests of each reading of a
+/// number.
+#[cfg(test)]
+pub(super) fn generated_literals(seed: u8, n: usize) -> Vec<String> {
+    use proptest::prelude::Rng;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
+    let mut next = |n: u64| rng.next_u64() % n;
+    let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
+        (0..len)
+            .map(|_| match next(3) {
+                0 => '0',
+                _ => char::from(b'0' + next(10) as u8),
+            })
+            .collect()
+    };
+    (0..n)
+        .map(|_| {
             let mut raw = String::new();
             if next(3) == 0 {
                 raw.push('-');
@@ -166,7 +178,7 @@ mod tests {
             if next(8) == 0 {
                 raw.push_str(&format!("e{}", next(40) as i64 - 20));
             }
-            assert_eq!(canonical(&raw).map(Cow::into_owned), generic(&raw), "{raw}");
-        }
-    }
+            raw
+        })
+        .collect()
 }

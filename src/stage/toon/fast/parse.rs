@@ -183,6 +183,17 @@ impl<'a> Cursor<'a> {
         self.p.pos == self.p.bytes.len()
     }
 
+    /// The text and where the cursor is in it, for [`super::row`], which
+    /// reads a plain row from there itself.
+    pub(super) fn text_at(&self) -> (&'a str, usize) {
+        (self.p.text, self.p.pos)
+    }
+
+    /// Moves the cursor past a row [`super::row`] read.
+    pub(super) fn skip_to(&mut self, pos: usize) {
+        self.p.pos = pos;
+    }
+
     /// Forgets every member committed past the first `members` (and every
     /// node), with the key lists remembered there.
     pub(super) fn forget_after(&mut self, members: usize) {
@@ -230,6 +241,26 @@ impl<'a> KeyLiteral<'a> {
             )
         });
         Self { key, words }
+    }
+}
+
+impl KeyLiteral<'_> {
+    /// Where the text goes on after this key's literal, when `b` holds it
+    /// at `at`.
+    pub(super) fn after(&self, b: &[u8], at: usize) -> Option<usize> {
+        let end = at + self.key.len() + 2;
+        let same = match (&self.words, b.get(at..at + 16)) {
+            (Some((words, masks)), Some(next)) => {
+                let (lo, hi) = next.split_at(8);
+                le_word(lo) & masks[0] == words[0] && le_word(hi) & masks[1] == words[1]
+            }
+            _ => {
+                b.get(at) == Some(&b'"')
+                    && b.get(at + 1..end - 1) == Some(self.key.as_bytes())
+                    && b.get(end - 1) == Some(&b'"')
+            }
+        };
+        same.then_some(end)
     }
 }
 
@@ -482,17 +513,7 @@ impl<'a> Parser<'a> {
                 self.skip_ws();
             }
             let key = literal.key;
-            let ahead = match (&literal.words, self.bytes.get(self.pos..self.pos + 16)) {
-                (Some((words, masks)), Some(next)) => {
-                    let (lo, hi) = next.split_at(8);
-                    le_word(lo) & masks[0] == words[0] && le_word(hi) & masks[1] == words[1]
-                }
-                _ => self.literal_ahead(key),
-            };
-            if !ahead {
-                return None;
-            }
-            self.pos += key.len() + 2;
+            self.pos = literal.after(self.bytes, self.pos)?;
             self.skip_ws();
             self.eat(b':')?;
             self.skip_ws();

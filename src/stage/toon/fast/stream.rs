@@ -35,12 +35,20 @@ use super::decode;
 use super::emit::{push_key, push_primitive};
 use super::number;
 use super::parse::{Cursor, KeyLiteral};
+use super::row;
 use super::tree::{key_eq, Member, Node};
 use super::Emission;
 use crate::config::{Mode, ToonSettings};
 use crate::json::literal::literal_len;
 use crate::marker::Header;
 use crate::outcome::Reason;
+
+#[cfg(test)]
+thread_local! {
+    /// Rows [`Writer::take_row`] took on this thread: the tests check the
+    /// short way is the one that runs.
+    pub(super) static TAKEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// What the streamed path made of a block.
 #[derive(Debug, PartialEq)]
@@ -58,6 +66,17 @@ pub(super) fn encode(
     wire_len: usize,
     s: &ToonSettings,
     options: &EncodeOptions,
+) -> Streamed {
+    encode_rows(text, wire_len, s, options, true)
+}
+
+/// [`encode`]; `quick_rows: false` reads every row the general way.
+pub(super) fn encode_rows(
+    text: &str,
+    wire_len: usize,
+    s: &ToonSettings,
+    options: &EncodeOptions,
+    quick_rows: bool,
 ) -> Streamed {
     let Indent::Spaces(indent) = options.indent;
     let Ok(delim) = u8::try_from(options.delimiter.as_char()) else {
@@ -93,6 +112,7 @@ pub(super) fn encode(
         verify: s.verify,
         min_rows: s.min_rows,
         escapes: 0,
+        quick_rows: quick_rows && row::takes(delim),
     };
     if s.header == Header::Marker {
         w.out.push_str(&s.marker);
@@ -144,6 +164,9 @@ struct Writer {
     /// block's and the pipeline sizes its write by, then needs no pass of
     /// its own over the emission.
     escapes: usize,
+    /// Plain rows after the first are taken the short way ([`super::row`]);
+    /// the tests turn it off to hold the two ways to the same bytes.
+    quick_rows: bool,
 }
 
 impl Writer {
@@ -296,6 +319,7 @@ impl Writer {
             })
             .collect();
         let mut cells: Vec<Member<'a>> = Vec::with_capacity(first_len);
+        let mut taken: Vec<Node<'a>> = vec![Node::Null; first_len];
         let mut n: usize = 1;
         loop {
             c.skip_ws();
@@ -311,6 +335,10 @@ impl Writer {
                 _ => return None,
             }
             if let Some(keys) = &keys {
+                if self.take_row(c, keys, &mut taken) {
+                    n += 1;
+                    continue;
+                }
                 if c.row_of(keys, &mut cells).is_some() {
                     self.cells(&cells)?;
                     n += 1;
@@ -368,6 +396,50 @@ impl Writer {
         // The header may take the emission over its limit.
         self.over_limit();
         Some(())
+    }
+
+    /// A plain row read, written and verified the short way
+    /// ([`super::row`]); `false`, with nothing written and the cursor
+    /// where it was, for the general way to read it.
+    fn take_row<'a>(
+        &mut self,
+        c: &mut Cursor<'a>,
+        keys: &[KeyLiteral<'a>],
+        cells: &mut [Node<'a>],
+    ) -> bool {
+        // Past the limit the general way stops writing.
+        if !self.quick_rows || self.over || self.out.len() > self.limit {
+            return false;
+        }
+        let (len, lines, escapes) = (self.out.len(), self.lines, self.escapes);
+        let at = self.line(1);
+        let (text, pos) = c.text_at();
+        let taken = row::take(text, pos, keys, self.delim, &mut self.out, cells)
+            .filter(|_| !self.verify || self.values_read_back(at, cells).is_some());
+        match taken {
+            Some(t) => {
+                c.skip_to(t.end);
+                self.escapes += t.escapes;
+                #[cfg(test)]
+                TAKEN.with(|n| n.set(n.get() + 1));
+                true
+            }
+            None => {
+                self.out.truncate(len);
+                self.lines = lines;
+                self.escapes = escapes;
+                false
+            }
+        }
+    }
+
+    /// [`Writer::row_reads_back`] for the values [`super::row`] read.
+    fn values_read_back(&self, at: usize, values: &[Node<'_>]) -> Option<()> {
+        let content = self.out.get(at..)?;
+        if !decode::content_ok(content) {
+            return None;
+        }
+        decode::values_are(content, self.delim, values)
     }
 
     /// One row: its members (at `start`, `len` of them) are the first

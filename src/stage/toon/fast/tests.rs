@@ -935,6 +935,51 @@ fn streamed_path_matches_the_tree_path() {
     assert!(emitted * 100 >= total * 10, "only {emitted} emitted");
 }
 
+/// The short way for plain rows (`row::take`) gives the general way's
+/// answer, emission or refusal, byte for byte, on generated tables (rows
+/// broken late, lossy numbers, strings of every kind, respelled keys,
+/// tight savings), and a good share of the rows go that way.
+#[test]
+fn plain_rows_read_the_short_way_as_the_general_way() {
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[23; 32]);
+    let mut g = Gen {
+        rng: &mut rng,
+        lossy: false,
+    };
+    let options = all_options();
+    let (mut rows, mut emitted) = (0usize, 0usize);
+    super::stream::TAKEN.with(|n| n.set(0));
+    for i in 0..20_000 {
+        g.lossy = g.chance(5);
+        let doc = flat_document(&mut g);
+        let mut text = text_of(&mut g, &doc);
+        if g.chance(10) {
+            text = respell_last_key(&text);
+        }
+        let mut s = settings(&mut g);
+        s.verify = g.chance(80);
+        if g.chance(30) {
+            s.min_savings_pct = 1 + g.below(60) as u64;
+        }
+        let wire = literal_len(&text);
+        let opts = &options[i % options.len()];
+        let short = super::stream::encode_rows(&text, wire, &s, opts, true);
+        let general = super::stream::encode_rows(&text, wire, &s, opts, false);
+        assert_eq!(short, general, "{text}\n{s:?}\n{opts:?}");
+        if let super::stream::Streamed::Done(Ok(_)) = short {
+            emitted += 1;
+        }
+        rows += doc
+            .as_array()
+            .or_else(|| doc.get("items").and_then(Value::as_array))
+            .map_or(0, |r| r.len().saturating_sub(1));
+    }
+    let taken = super::stream::TAKEN.with(|n| n.get());
+    eprintln!("{taken} of {rows} later rows taken the short way, {emitted} emissions");
+    assert!(emitted >= 2_000, "{emitted}");
+    assert!(taken * 100 >= rows * 25, "{taken} of {rows}");
+}
+
 /// Rows that repeat the first row's keys are read by the row shortcut;
 /// a row that spells a key another way, adds, drops or reorders one, or
 /// holds a nested value is read by the general parse, with the tree
