@@ -25,21 +25,6 @@ pub fn equal_bytes(word: u64, byte: u8) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
-/// The high bit of every byte of `word` equal to `byte`, each exact: the
-/// low seven bits are added apart from the high one, so no carry crosses
-/// a byte (unlike [`equal_bytes`], whose flags above the lowest may be
-/// false).
-pub fn exact_bytes(word: u64, byte: u8) -> u64 {
-    let x = word ^ (ONES * u64::from(byte));
-    !(((x & !HIGHS).wrapping_add(!HIGHS)) | x) & HIGHS
-}
-
-/// The high bit of every byte of `word` below 0x20 (a C0 control), each
-/// exact, as [`exact_bytes`].
-pub fn exact_controls(word: u64) -> u64 {
-    !(((word & !HIGHS).wrapping_add(ONES * 0x60)) | word) & HIGHS
-}
-
 /// The escape of a byte [`stops`] flags.
 fn escape(b: u8) -> Escape {
     match b {
@@ -141,50 +126,7 @@ pub fn write_literal(out: &mut String, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{exact_bytes, exact_controls, literal_len, write_literal};
-
-    /// Every flag of the exact tests is the byte's own answer, for words
-    /// made of the bytes around each edge (and every byte value once).
-    #[test]
-    fn exact_flags_are_each_bytes_answer() {
-        let edges = [
-            0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0x9f, 0xa0,
-            0xa2, 0xdc, 0xff,
-        ];
-        let mut words: Vec<[u8; 8]> = (0..=255u8).map(|b| [b; 8]).collect();
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        for _ in 0..20_000 {
-            let mut w = [0u8; 8];
-            for slot in &mut w {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                *slot = edges[(seed % edges.len() as u64) as usize];
-            }
-            words.push(w);
-        }
-        for w in words {
-            let word = u64::from_le_bytes(w);
-            for byte in [b'"', b'\\', b' ', 0u8, 0xff] {
-                let flags = exact_bytes(word, byte);
-                for (i, &b) in w.iter().enumerate() {
-                    assert_eq!(
-                        flags >> (8 * i) & 0xff,
-                        if b == byte { 0x80 } else { 0 },
-                        "{w:?} {byte}"
-                    );
-                }
-            }
-            let flags = exact_controls(word);
-            for (i, &b) in w.iter().enumerate() {
-                assert_eq!(
-                    flags >> (8 * i) & 0xff,
-                    if b < 0x20 { 0x80 } else { 0 },
-                    "{w:?}"
-                );
-            }
-        }
-    }
+    use super::{literal_len, write_literal};
 
     /// serde_json's bytes and length, at every offset of every escape in
     /// and around the eight-byte words.
