@@ -94,6 +94,23 @@ impl Outcome {
     pub fn changed(self) -> bool {
         !matches!(self, Outcome::Passthrough(_))
     }
+
+    /// Its counter: `mcp_toon_<name>` for a change, the reason's for a
+    /// passthrough.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Outcome::Encoded => "mcp_toon_encoded",
+            Outcome::Cleaned => "mcp_toon_cleaned",
+            Outcome::Annotated => "mcp_toon_annotated",
+            Outcome::Trimmed => "mcp_toon_trimmed",
+            Outcome::Cut => "mcp_toon_cut",
+            Outcome::Paged => "mcp_toon_paged",
+            Outcome::Reissued => "mcp_toon_reissued",
+            Outcome::Projected => "mcp_toon_projected",
+            Outcome::Queried => "mcp_toon_queried",
+            Outcome::Passthrough(r) => r.metric(),
+        }
+    }
 }
 
 macro_rules! reasons {
@@ -113,6 +130,14 @@ macro_rules! reasons {
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(Reason::$variant => $name,)*
+                }
+            }
+
+            /// Its counter, `mcp_toon_passthrough_<name>`: spelt at build
+            /// time, since every stream the plugin sees moves one.
+            pub fn metric(self) -> &'static str {
+                match self {
+                    $(Reason::$variant => concat!("mcp_toon_passthrough_", $name),)*
                 }
             }
         }

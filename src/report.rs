@@ -50,55 +50,59 @@ impl Decision {
 
 /// Counters of the page store: pages written, evicted to make room, and
 /// emptied after their time to live.
-pub const STORE_COUNTERS: [&str; 3] = ["page_stored", "page_evicted", "page_expired"];
+pub const STORE_COUNTERS: [&str; 3] = [
+    "mcp_toon_page_stored",
+    "mcp_toon_page_evicted",
+    "mcp_toon_page_expired",
+];
 /// Gauges of the page store: bytes and pages held (all workers).
-pub const STORE_GAUGES: [&str; 2] = ["page_store_bytes", "page_store_pages"];
+pub const STORE_GAUGES: [&str; 2] = ["mcp_toon_page_store_bytes", "mcp_toon_page_store_pages"];
+/// Counters of the bytes of the changed blocks, before and after.
+pub const BYTES_BEFORE: &str = "mcp_toon_bytes_before";
+pub const BYTES_AFTER: &str = "mcp_toon_bytes_after";
 
 impl crate::page::store::Figures {
     /// The counters these figures move, with their amounts.
-    pub fn counters(&self) -> Vec<(String, u64)> {
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
         [self.stored, self.evicted, self.expired]
-            .iter()
+            .into_iter()
             .zip(STORE_COUNTERS)
-            .filter(|(n, _)| **n > 0)
-            .map(|(n, c)| (format!("{METRIC_PREFIX}_{c}"), *n))
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, c)| (c, n))
             .collect()
     }
 
     /// The gauges these figures set.
-    pub fn gauges(&self) -> Vec<(String, u64)> {
+    pub fn gauges(&self) -> Vec<(&'static str, u64)> {
         [self.bytes, self.pages]
-            .iter()
+            .into_iter()
             .zip(STORE_GAUGES)
-            .map(|(n, g)| (format!("{METRIC_PREFIX}_{g}"), *n))
+            .map(|(n, g)| (g, n))
             .collect()
     }
 }
 
-/// Metric counting passthroughs for `reason`.
-pub fn metric_passthrough(reason: Reason) -> String {
-    format!("{METRIC_PREFIX}_passthrough_{}", reason.as_str())
+/// The counter of one clean transform, by its name (e.g.
+/// `html_to_markdown`); `None` for a name no transform has.
+pub fn metric_transform(transform: &str) -> Option<&'static str> {
+    crate::stage::clean::Transform::ALL
+        .iter()
+        .find(|t| t.name() == transform)
+        .map(|t| t.metric())
 }
 
-/// Metric counting blocks a clean transform changed.
-pub fn metric_transform(transform: &str) -> String {
-    format!("{METRIC_PREFIX}_clean_{transform}")
-}
-
-/// Every counter name the plugin may move, for hosts that define them up front.
-pub fn all_metrics() -> Vec<String> {
-    let mut names: Vec<String> = Reason::ALL.iter().map(|r| metric_passthrough(*r)).collect();
-    for t in crate::stage::clean::Transform::ALL {
-        names.push(metric_transform(t.name()));
-    }
-    for o in Outcome::CHANGES {
-        names.push(format!("{METRIC_PREFIX}_{}", o.as_str()));
-    }
-    for c in STORE_COUNTERS {
-        names.push(format!("{METRIC_PREFIX}_{c}"));
-    }
-    names.push(format!("{METRIC_PREFIX}_bytes_before"));
-    names.push(format!("{METRIC_PREFIX}_bytes_after"));
+/// Every counter name the plugin may increment, for hosts that must define
+/// metrics up front (proxy-wasm).
+pub fn all_metrics() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Reason::ALL.iter().map(|r| r.metric()).collect();
+    names.extend(
+        crate::stage::clean::Transform::ALL
+            .iter()
+            .map(|t| t.metric()),
+    );
+    names.extend(Outcome::CHANGES.iter().map(|o| o.metric()));
+    names.extend(STORE_COUNTERS);
+    names.extend([BYTES_BEFORE, BYTES_AFTER]);
     names
 }
 
@@ -153,30 +157,30 @@ impl Report {
 
     /// The counters this report moves, with the amounts: one per decision,
     /// plus the bytes of the changed blocks.
-    pub fn metrics(&self) -> Vec<(String, u64)> {
+    pub fn metrics(&self) -> Vec<(&'static str, u64)> {
         self.metrics_since(0)
     }
 
     /// The counters moved by the decisions from `start` on: a host counts
     /// a long-lived event stream as it goes. Cut only where no block is
     /// half-decided (no callout pending), so each block's bytes count once.
-    pub fn metrics_since(&self, start: usize) -> Vec<(String, u64)> {
+    ///
+    /// Every name is spelt at build time: this runs on every stream, and
+    /// formatting each name (with a vector per decision) was a good part of
+    /// what an untouched stream cost in the module (issue 14).
+    pub fn metrics_since(&self, start: usize) -> Vec<(&'static str, u64)> {
         let decisions = self.decisions.get(start..).unwrap_or_default();
-        let mut out: Vec<(String, u64)> = decisions
-            .iter()
-            .flat_map(|d| match (d.outcome, d.transform) {
-                (Outcome::Passthrough(r), _) => vec![(metric_passthrough(r), 1)],
-                (o, Some(t)) => vec![
-                    (format!("{METRIC_PREFIX}_{}", o.as_str()), 1),
-                    (metric_transform(t), 1),
-                ],
-                (o, None) => vec![(format!("{METRIC_PREFIX}_{}", o.as_str()), 1)],
-            })
-            .collect();
+        let mut out: Vec<(&'static str, u64)> = Vec::with_capacity(decisions.len() + 2);
+        for d in decisions {
+            out.push((d.outcome.metric(), 1));
+            if d.outcome.changed() {
+                out.extend(d.transform.and_then(metric_transform).map(|t| (t, 1)));
+            }
+        }
         let (before, after) = block_bytes(decisions);
         if before != 0 || after != 0 {
-            out.push((format!("{METRIC_PREFIX}_bytes_before"), before as u64));
-            out.push((format!("{METRIC_PREFIX}_bytes_after"), after as u64));
+            out.push((BYTES_BEFORE, before as u64));
+            out.push((BYTES_AFTER, after as u64));
         }
         out
     }
@@ -334,7 +338,32 @@ mod tests {
         for (name, _) in report.metrics() {
             assert!(defined.contains(&name), "{name} is not defined");
         }
-        assert!(defined.contains(&"mcp_toon_cleaned".to_string()));
+        assert!(defined.contains(&"mcp_toon_cleaned"));
+    }
+
+    /// The names spelt at build time are the prefix and the vocabulary's
+    /// own names, each defined once.
+    #[test]
+    fn metric_names_are_the_prefix_and_the_names() {
+        use super::METRIC_PREFIX;
+        for r in Reason::ALL {
+            assert_eq!(
+                r.metric(),
+                format!("{METRIC_PREFIX}_passthrough_{}", r.as_str())
+            );
+            assert_eq!(Outcome::Passthrough(*r).metric(), r.metric());
+        }
+        for o in Outcome::CHANGES {
+            assert_eq!(o.metric(), format!("{METRIC_PREFIX}_{}", o.as_str()));
+        }
+        for t in Transform::ALL {
+            assert_eq!(t.metric(), format!("{METRIC_PREFIX}_clean_{}", t.name()));
+            assert_eq!(super::metric_transform(t.name()), Some(t.metric()));
+        }
+        let defined = all_metrics();
+        let unique: std::collections::HashSet<_> = defined.iter().collect();
+        assert_eq!(unique.len(), defined.len());
+        assert!(defined.iter().all(|n| n.starts_with("mcp_toon_")));
     }
 
     /// A block's bytes are its first change's before and its last change's

@@ -16,8 +16,9 @@
 #![allow(unsafe_code)] // the ABI's exports must keep their names (`no_mangle`)
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::abi;
 use super::host::Envoy;
@@ -33,10 +34,11 @@ struct Slot {
 }
 
 thread_local! {
-    static ROOTS: RefCell<HashMap<u32, Root>> = RefCell::new(HashMap::new());
-    static STREAMS: RefCell<HashMap<u32, Rc<Slot>>> = RefCell::new(HashMap::new());
+    // Keyed by context ids, which Envoy chooses.
+    static ROOTS: RefCell<HashMap<u32, Root>> = RefCell::new(HashMap::default());
+    static STREAMS: RefCell<HashMap<u32, Rc<Slot>>> = RefCell::new(HashMap::default());
     /// Callout token → the stream that made the call.
-    pub(super) static CALLOUTS: RefCell<HashMap<u32, u32>> = RefCell::new(HashMap::new());
+    pub(super) static CALLOUTS: RefCell<HashMap<u32, u32>> = RefCell::new(HashMap::default());
 }
 
 fn slot(id: u32) -> Option<Rc<Slot>> {

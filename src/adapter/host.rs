@@ -2,8 +2,9 @@
 //! call through the panic-free wrappers, its status turned into a
 //! [`HostError`]. Nothing is decided here.
 
-use std::collections::HashMap;
 use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
 use std::time::{Duration, SystemTime};
 
 use super::abi::{self, Buffer, Headers as Map};
@@ -20,8 +21,8 @@ const NOT_FOUND: HostError = HostError(1);
 /// and `/stats/prometheus`.
 #[derive(Default)]
 pub struct Metrics {
-    counters: HashMap<String, u32>,
-    gauges: HashMap<String, u32>,
+    counters: FxHashMap<&'static str, u32>,
+    gauges: FxHashMap<&'static str, u32>,
 }
 
 impl Metrics {
@@ -30,11 +31,11 @@ impl Metrics {
     pub fn define() -> Self {
         let counters = all_metrics()
             .into_iter()
-            .filter_map(|name| abi::define_counter(&name).ok().map(|id| (name, id)))
+            .filter_map(|name| abi::define_counter(name).ok().map(|id| (name, id)))
             .collect();
         let gauges = all_gauges()
             .into_iter()
-            .filter_map(|name| abi::define_gauge(&name).ok().map(|id| (name, id)))
+            .filter_map(|name| abi::define_gauge(name).ok().map(|id| (name, id)))
             .collect();
         Self { counters, gauges }
     }

@@ -8,13 +8,13 @@ use super::{best_effort, Vm, HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::config::Settings;
 use crate::host::{Host, LogLevel};
 use crate::page::store::{Figures, Store};
-use crate::report::{METRIC_PREFIX, STORE_GAUGES};
+use crate::report::STORE_GAUGES;
 use crate::shared::SessionStore;
 
 /// Every gauge the driver may set, for a host that defines them up front.
-pub fn all_gauges() -> Vec<String> {
-    let mut names = vec![HELD_BYTES_MAX.to_string(), VM_MEMORY_BYTES.to_string()];
-    names.extend(STORE_GAUGES.iter().map(|g| format!("{METRIC_PREFIX}_{g}")));
+pub fn all_gauges() -> Vec<&'static str> {
+    let mut names = vec![HELD_BYTES_MAX, VM_MEMORY_BYTES];
+    names.extend(STORE_GAUGES);
     names
 }
 
@@ -70,11 +70,11 @@ pub fn tick(host: &mut dyn Host, settings: &Settings) {
 /// The page store's counters and gauges after a write or a sweep.
 pub(super) fn store_figures(host: &mut dyn Host, figures: &Figures) {
     for (name, amount) in figures.counters() {
-        let r = host.count(&name, amount);
+        let r = host.count(name, amount);
         best_effort(host, "counting", r);
     }
     for (name, value) in figures.gauges() {
-        let r = host.gauge(&name, value);
+        let r = host.gauge(name, value);
         best_effort(host, "a gauge", r);
     }
 }

@@ -26,7 +26,7 @@ impl Driver {
         }
         let report = self.exchange.report();
         for (name, amount) in report.metrics_since(self.counted) {
-            let r = host.count(&name, amount);
+            let r = host.count(name, amount);
             best_effort(host, "counting", r);
         }
         self.counted = report.decisions.len();

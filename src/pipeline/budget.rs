@@ -466,7 +466,7 @@ mod tests {
         assert_eq!(budget[0].bytes_before, lines.len());
         assert!(report
             .metrics()
-            .contains(&("mcp_toon_passthrough_budget_structured_content".into(), 1)));
+            .contains(&("mcp_toon_passthrough_budget_structured_content", 1)));
 
         // Within its budget it is not counted: nothing would have been cut.
         let mut report = Report::default();

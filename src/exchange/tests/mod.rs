@@ -844,10 +844,10 @@ mod streams {
             cuts.extend(e.report().metrics_since(counted));
             counted = e.report().decisions.len();
         }
-        let sum = |list: &[(String, u64)]| {
-            let mut m: HashMap<String, u64> = HashMap::new();
+        let sum = |list: &[(&'static str, u64)]| {
+            let mut m: HashMap<&str, u64> = HashMap::new();
             for (k, v) in list {
-                *m.entry(k.clone()).or_default() += v;
+                *m.entry(*k).or_default() += v;
             }
             m
         };
@@ -869,7 +869,7 @@ mod streams {
                 .report()
                 .metrics_since(counted)
                 .iter()
-                .filter(|(name, _)| name == "mcp_toon_encoded")
+                .filter(|(name, _)| *name == "mcp_toon_encoded")
                 .map(|(_, n)| n)
                 .sum::<u64>();
             counted = e.report().decisions.len();

@@ -90,6 +90,18 @@ impl Transform {
         }
     }
 
+    /// Its counter, `mcp_toon_clean_<name>`.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Transform::HtmlToMarkdown => "mcp_toon_clean_html_to_markdown",
+            Transform::StripBase64 => "mcp_toon_clean_strip_base64",
+            Transform::CollapseWhitespace => "mcp_toon_clean_collapse_whitespace",
+            Transform::RemoveNulls => "mcp_toon_clean_remove_nulls",
+            Transform::CompactJson => "mcp_toon_clean_compact_json",
+            Transform::Cap => "mcp_toon_clean_max_text_bytes",
+        }
+    }
+
     /// Whether the output decodes back to exactly the input value. Only
     /// compact JSON is; the others drop something by design.
     pub fn lossless(self) -> bool {

@@ -85,6 +85,45 @@ fn shortcut(raw: &str) -> Shortcut<'_> {
     }
 }
 
+/// `n` generated JSON number literals (RFC 8259 §6), zeros and long digit
+/// runs made likely, from `seed`: for the tests of each reading of a
+/// number.
+#[cfg(test)]
+pub(super) fn generated_literals(seed: u8, n: usize) -> Vec<String> {
+    use proptest::prelude::Rng;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
+    let mut next = |n: u64| rng.next_u64() % n;
+    let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
+        (0..len)
+            .map(|_| match next(3) {
+                0 => '0',
+                _ => char::from(b'0' + next(10) as u8),
+            })
+            .collect()
+    };
+    (0..n)
+        .map(|_| {
+            let mut raw = String::new();
+            if next(3) == 0 {
+                raw.push('-');
+            }
+            let int = digits(1 + next(20), &mut next);
+            let int = int.trim_start_matches('0');
+            raw.push_str(if int.is_empty() { "0" } else { int });
+            if next(4) != 0 {
+                raw.push('.');
+                raw.push_str(&digits(1 + next(20), &mut next));
+            }
+            if next(8) == 0 {
+                raw.push_str(&format!("e{}", next(40) as i64 - 20));
+            }
+            raw
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,43 +181,4 @@ mod tests {
             assert_eq!(canonical(&raw).map(Cow::into_owned), generic(&raw), "{raw}");
         }
     }
-}
-
-/// `n` generated JSON number literals (RFC 8259 §6), zeros and long digit
-/// runs made likely, from `seed`: for the tests of each reading of a
-/// number.
-#[cfg(test)]
-pub(super) fn generated_literals(seed: u8, n: usize) -> Vec<String> {
-    use proptest::prelude::Rng;
-    use proptest::test_runner::{RngAlgorithm, TestRng};
-
-    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]);
-    let mut next = |n: u64| rng.next_u64() % n;
-    let digits = |len: u64, next: &mut dyn FnMut(u64) -> u64| -> String {
-        (0..len)
-            .map(|_| match next(3) {
-                0 => '0',
-                _ => char::from(b'0' + next(10) as u8),
-            })
-            .collect()
-    };
-    (0..n)
-        .map(|_| {
-            let mut raw = String::new();
-            if next(3) == 0 {
-                raw.push('-');
-            }
-            let int = digits(1 + next(20), &mut next);
-            let int = int.trim_start_matches('0');
-            raw.push_str(if int.is_empty() { "0" } else { int });
-            if next(4) != 0 {
-                raw.push('.');
-                raw.push_str(&digits(1 + next(20), &mut next));
-            }
-            if next(8) == 0 {
-                raw.push_str(&format!("e{}", next(40) as i64 - 20));
-            }
-            raw
-        })
-        .collect()
 }
