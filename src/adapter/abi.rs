@@ -11,6 +11,8 @@
 use std::ptr::null_mut;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::host::HeaderMap;
+
 pub use crate::host::{HostError, HostResult};
 
 const OK: u32 = 0;
@@ -257,28 +259,28 @@ pub fn set_shared_data(key: &str, value: &[u8], cas: u32) -> HostResult<()> {
 
 /// Every header of a map, in order (`Ok(empty)` when there are none).
 /// Pairs that are not UTF-8 are left out.
-pub fn get_headers(kind: Headers) -> HostResult<Vec<(String, String)>> {
+pub fn get_headers(kind: Headers) -> HostResult<HeaderMap> {
     let (mut data, mut size) = (null_mut(), 0usize);
     // SAFETY: out-pointers to locals.
     let code = unsafe { proxy_get_header_map_pairs(kind as u32, &mut data, &mut size) };
     match code {
         OK => Ok(parse_pairs(&owned(data, size))),
-        NOT_FOUND => Ok(Vec::new()),
+        NOT_FOUND => Ok(HeaderMap::default()),
         other => Err(HostError(other)),
     }
 }
 
 /// The pairs encoding [`pairs`] writes, read back; a truncated map ends
 /// where its bytes do.
-fn parse_pairs(bytes: &[u8]) -> Vec<(String, String)> {
+fn parse_pairs(bytes: &[u8]) -> HeaderMap {
     let u32_at = |at: usize| -> Option<usize> {
         let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
         usize::try_from(u32::from_le_bytes(b)).ok()
     };
     let Some(count) = u32_at(0) else {
-        return Vec::new();
+        return HeaderMap::default();
     };
-    let mut out = Vec::new();
+    let mut out = HeaderMap::default();
     let mut p = count.saturating_mul(8).saturating_add(4);
     for n in 0..count {
         let at = n.saturating_mul(8).saturating_add(4);
@@ -293,7 +295,7 @@ fn parse_pairs(bytes: &[u8]) -> Vec<(String, String)> {
             break;
         };
         if let (Ok(key), Ok(value)) = (std::str::from_utf8(key), std::str::from_utf8(value)) {
-            out.push((key.to_string(), value.to_string()));
+            out.push(key, value);
         }
     }
     out

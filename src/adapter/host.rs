@@ -11,7 +11,7 @@ use super::abi::{self, Buffer, Headers as Map};
 use super::exports::CALLOUTS;
 use crate::callout::LlmRequest;
 use crate::driver::all_gauges;
-use crate::host::{Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+use crate::host::{Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel};
 use crate::report::all_metrics;
 
 /// `NotFound` of the ABI: a metric this VM did not define.
@@ -86,7 +86,7 @@ impl Host for Envoy {
         abi::get_header(map(h), name)
     }
 
-    fn headers(&self, h: Headers) -> HostResult<Vec<(String, String)>> {
+    fn headers(&self, h: Headers) -> HostResult<HeaderMap> {
         abi::get_headers(map(h))
     }
 

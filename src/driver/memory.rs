@@ -22,7 +22,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Driver;
 use crate::callout::{LlmReply, LlmRequest};
-use crate::host::{Action, Body, Direction, Headers, Host, HostError, HostResult, LogLevel};
+use crate::host::{
+    Action, Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel,
+};
 use crate::shared::{SessionStore, SharedMemory, Unstored};
 
 /// The host calls, for refusing some of them.
@@ -412,11 +414,11 @@ impl Host for MemoryHost {
             .map(|(_, v)| v.clone()))
     }
 
-    fn headers(&self, map: Headers) -> HostResult<Vec<(String, String)>> {
+    fn headers(&self, map: Headers) -> HostResult<HeaderMap> {
         self.check(Call::Headers)?;
         Ok(self
             .headers_of(map)
-            .map(|s| s.headers.clone())
+            .map(|s| HeaderMap::of(s.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()))))
             .unwrap_or_default())
     }
 

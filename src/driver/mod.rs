@@ -45,6 +45,7 @@ mod record;
 mod shared;
 mod side;
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -58,7 +59,7 @@ use side::{Side, Site};
 use crate::callout::LlmReply;
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan};
-use crate::host::{Action, Body, Direction, Headers, Host, LogLevel};
+use crate::host::{Action, Body, Direction, HeaderMap, Headers, Host, LogLevel};
 use crate::outcome::Reason;
 use crate::page::reissue::UpstreamReply;
 
@@ -135,18 +136,15 @@ fn header(host: &dyn Host, map: Headers, name: &str) -> Option<String> {
 /// A header from the map read whole (one host call: each crosses the
 /// wasm boundary and has the host allocate in the VM), or, where the host
 /// refused the whole map, asked for alone.
-fn lookup(
+fn lookup<'m>(
     host: &dyn Host,
     map: Headers,
-    pairs: Option<&[(String, String)]>,
+    pairs: Option<&'m HeaderMap>,
     name: &str,
-) -> Option<String> {
+) -> Option<Cow<'m, str>> {
     match pairs {
-        Some(pairs) => pairs
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.clone()),
-        None => header(host, map, name),
+        Some(pairs) => pairs.get(name).map(Cow::Borrowed),
+        None => header(host, map, name).map(Cow::Owned),
     }
 }
 
@@ -197,7 +195,7 @@ impl Driver {
             return self.settle(host);
         }
         let pairs = host.headers(Headers::Request).ok();
-        let get = |name: &str| lookup(host, Headers::Request, pairs.as_deref(), name);
+        let get = |name: &str| lookup(host, Headers::Request, pairs.as_ref(), name);
         let (method, path) = (
             get(":method").unwrap_or_default(),
             get(":path").unwrap_or_default(),
@@ -213,14 +211,14 @@ impl Driver {
             StreamInfo {
                 route: text_property(host, &["xds", "route_name"]),
                 cluster: text_property(host, &["xds", "cluster_name"]),
-                authority: get(":authority"),
+                authority: get(":authority").map(Cow::into_owned),
             }
         } else {
             StreamInfo::default()
         };
         let headers = match (&pairs, self.exchange.wants_request_headers()) {
             (_, false) => Vec::new(),
-            (Some(pairs), true) => pairs.clone(),
+            (Some(pairs), true) => pairs.to_vec(),
             // Refused: read as none (a page call then has no session).
             (None, true) => {
                 host.log(LogLevel::Debug, "mcp-toon: request headers unreadable");
@@ -290,7 +288,7 @@ impl Driver {
             return self.settle(host);
         }
         let pairs = host.headers(Headers::Response).ok();
-        let get = |name: &str| lookup(host, Headers::Response, pairs.as_deref(), name);
+        let get = |name: &str| lookup(host, Headers::Response, pairs.as_ref(), name);
         let status = get(":status").and_then(|s| s.parse::<u16>().ok());
         let (content_type, content_encoding) = (get("content-type"), get("content-encoding"));
         let content_length = get("content-length").and_then(|v| v.trim().parse::<usize>().ok());

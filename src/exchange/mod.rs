@@ -337,11 +337,14 @@ impl Exchange {
             self.phase = Phase::Done;
             return ResponsePlan::Pass;
         }
-        let media = head.content_type.map(media_type).unwrap_or_default();
+        let media = head.content_type.unwrap_or_default();
+        let (sse, json) = (
+            is_media(media, "text/event-stream"),
+            is_media(media, "application/json"),
+        );
         self.limit = self.response_limit();
         // A legacy GET stream carries only events.
-        let readable =
-            media == "text/event-stream" || (media == "application/json" && !self.legacy);
+        let readable = sse || (json && !self.legacy);
         let reason = if !head.status.is_some_and(|s| (200..300).contains(&s)) {
             Some(Reason::HttpStatus)
         } else if head
@@ -349,15 +352,13 @@ impl Exchange {
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
         {
             Some(Reason::ContentEncoding)
-        } else if media != "text/event-stream"
-            && head.content_length.is_some_and(|n| n > self.limit)
-        {
+        } else if !sse && head.content_length.is_some_and(|n| n > self.limit) {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
             Some(Reason::ResponseTooLarge)
         } else if !readable {
             Some(Reason::NotJsonResponse)
-        } else if head.end_of_stream && media == "application/json" && head.status == Some(200) {
+        } else if head.end_of_stream && json && head.status == Some(200) {
             // A 200 promising JSON with an empty body is no JSON-RPC
             // message: the same reason whether the body ends with the
             // headers or with an empty chunk. (202 and 204 have no body
@@ -372,7 +373,7 @@ impl Exchange {
             self.pass_rest(r);
             return ResponsePlan::Pass;
         }
-        if media == "text/event-stream" {
+        if sse {
             self.phase = Phase::Streaming;
             // A result that will be cut may be held past the event limit.
             let max_event = if self.limit > self.settings.max_body_bytes {
@@ -593,13 +594,15 @@ impl Exchange {
 
 /// The media type of a `content-type` value, lowercased, parameters dropped
 /// (RFC 9110 §8.3.1).
-pub fn media_type(content_type: &str) -> String {
-    content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase()
+pub fn media_type(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or_default().trim()
+}
+
+/// Whether a `content-type` (or an `accept` entry) names `media`, which is
+/// lowercase; media types compare without regard to case (RFC 9110 §8.3.1).
+/// No lowercase copy is made: this runs on every request and response.
+pub fn is_media(value: &str, media: &str) -> bool {
+    media_type(value).eq_ignore_ascii_case(media)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::collect::Collecting;
 use super::declared::Declared;
-use super::{media_type, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
+use super::{is_media, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::{Reason, Stage};
 use crate::report::Decision;
@@ -19,10 +19,10 @@ impl Exchange {
             self.pass_unrecorded(Reason::PolicyOff);
             return RequestPlan::default();
         }
-        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| media_type(ct) == media);
+        let is = |v: Option<&str>, media: &str| v.is_some_and(|ct| is_media(ct, media));
         let accepts_sse = head
             .accept
-            .is_some_and(|a| a.split(',').any(|m| media_type(m) == "text/event-stream"));
+            .is_some_and(|a| a.split(',').any(|m| is_media(m, "text/event-stream")));
         if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
             self.legacy = true;
             self.phase = Phase::Interested;

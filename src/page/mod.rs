@@ -64,15 +64,11 @@ pub enum Framing {
 impl Framing {
     /// JSON unless the client accepts only event streams.
     pub fn for_accept(accept: Option<&str>) -> Self {
-        let media: Vec<String> = accept
-            .unwrap_or("")
-            .split(',')
-            .map(crate::exchange::media_type)
-            .collect();
-        let json = media
-            .iter()
-            .any(|m| m == "application/json" || m == "*/*" || m == "application/*");
-        let sse = media.iter().any(|m| m == "text/event-stream");
+        let media = || accept.unwrap_or("").split(',');
+        let is = crate::exchange::is_media;
+        let json =
+            media().any(|m| is(m, "application/json") || is(m, "*/*") || is(m, "application/*"));
+        let sse = media().any(|m| is(m, "text/event-stream"));
         if sse && !json {
             Framing::Sse
         } else {

@@ -201,14 +201,12 @@ impl Reissue {
 /// The JSON-RPC response with id `id` in an upstream body: the body itself
 /// (JSON), or the data of the `message` event that carries it (SSE).
 fn response_message(content_type: Option<&str>, body: &[u8], id: &str) -> Option<String> {
-    let media = content_type
-        .map(crate::exchange::media_type)
-        .unwrap_or_default();
+    let sse = content_type.is_some_and(|ct| crate::exchange::is_media(ct, "text/event-stream"));
     let answers = |data: &str| {
         crate::mcp::parse_messages(data)
             .is_some_and(|ms| ms.iter().any(|m| m.id.as_deref() == Some(id)))
     };
-    if media == "text/event-stream" {
+    if sse {
         let mut framer = SseFramer::new(usize::MAX);
         let mut units = framer.push(body);
         units.extend(framer.finish());

@@ -414,10 +414,17 @@ fn oversize_response_releases_what_it_took_and_passes() {
 #[test]
 fn media_type_drops_parameters() {
     assert_eq!(
-        media_type("Application/JSON; charset=utf-8"),
-        "application/json"
+        media_type(" Application/JSON ; charset=utf-8"),
+        "Application/JSON"
     );
     assert_eq!(media_type(""), "");
+    assert!(is_media(
+        "Application/JSON; charset=utf-8",
+        "application/json"
+    ));
+    assert!(is_media("TEXT/event-stream", "text/event-stream"));
+    assert!(!is_media("application/json-seq", "application/json"));
+    assert!(!is_media("", "application/json"));
 }
 
 mod trim {
