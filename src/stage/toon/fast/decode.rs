@@ -551,6 +551,7 @@ fn primitive(token: &str, delim: u8) -> Option<Node<'_>> {
 /// [`bare`] with [`needs_quotes_plain`], compared with `expected` without
 /// building the decoded node: the token's form decides its type (§4), so
 /// each expected type needs only the checks that could make it that type.
+#[inline]
 fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
     let same = match expected {
         Node::Null => token == "null",
