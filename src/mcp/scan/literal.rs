@@ -118,11 +118,26 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
                 let k = (found.trailing_zeros() / 8) as usize;
                 held += k;
                 layout.run(k, || spaces_below(u64::from_le_bytes(w), k));
-                // `\"`, the escape of a text of JSON every few bytes, is
-                // taken here, and the run after it read on in this loop.
-                if b.get(at + k..at + k + 2) == Some(b"\\\"") {
+                // A one-byte escape is taken here and the run after it
+                // read on in this loop: `\"` every few bytes in a text of
+                // JSON, `\n` every line of source code or prose. Leaving
+                // the loop at each `\n` cost a copy into `out` and a push:
+                // a 64 KB source file's exchange natively (benches/core_time
+                // under callgrind), 953k -> 875k instructions; the quote
+                // keeps its own test first: the 1 KB and 64 KB tables and
+                // a 1 KB document take 0.8 % more instructions than with
+                // `\"` alone, 1.3 % with one test for every escape.
+                let pair = b.get(at + k..at + k + 2);
+                if pair == Some(b"\\\"") {
                     layout.escape('"');
                     *staged.get_mut(held)? = b'"';
+                    held += 1;
+                    at += k + 2;
+                    continue;
+                }
+                if let Some(ch) = short_escape(pair) {
+                    layout.escape(char::from(ch));
+                    *staged.get_mut(held)? = ch;
                     held += 1;
                     at += k + 2;
                     continue;
@@ -227,6 +242,40 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
             layout: layout.found,
         },
     ))
+}
+
+/// What each two-byte escape stands for (RFC 8259 §7), by the byte after
+/// the backslash; 0 where that byte makes no two-byte escape (`\u`, a bad
+/// escape). A table, not a `match`: with a match the tables' exchanges
+/// took 3.1 % more instructions than with `\"` alone, with the table 1.3 %.
+static SHORT: [u8; 256] = short_table();
+
+// Indexing in a constant initialiser: an index out of range fails the
+// build, never the plugin.
+#[allow(clippy::indexing_slicing)]
+const fn short_table() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0c;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t
+}
+
+/// The byte a two-byte escape stands for, given the stop and the byte
+/// after it; `None` for a quote, a control, `\u` or a bad escape.
+fn short_escape(pair: Option<&[u8]>) -> Option<u8> {
+    match pair? {
+        [b'\\', c] => match SHORT.get(usize::from(*c)) {
+            Some(0) | None => None,
+            ch => ch.copied(),
+        },
+        _ => None,
+    }
 }
 
 fn hex4(digits: &[u8]) -> Option<u32> {
@@ -339,7 +388,7 @@ mod tests {
     fn long_texts_at_every_offset() {
         let alphabet = [
             "\"", "\"", "\"", "\\", " ", "\n", "a", "bc", "é", "😀", "{", "}", ":", ",", "1",
-            "\u{1}", "/", "\"x\"", "\"a b\"", "\t", "\u{7f}",
+            "\u{1}", "/", "\"x\"", "\"a b\"", "\t", "\u{7f}", "\u{8}", "\u{c}", "\r",
         ];
         let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
         let mut next = || rng.next_u64();
@@ -376,6 +425,9 @@ mod tests {
         for text in &texts {
             let literal = serde_json::to_string(text).unwrap();
             agrees(&literal);
+            // serde_json writes `/` bare; other writers send `\/` (RFC
+            // 8259 §7 allows both), a one-byte escape read in the word loop.
+            agrees(&literal.replace('/', "\\/"));
             let body = format!("{literal}, \"next\": \"x\"}}");
             let (len, d) = read(body.as_bytes()).unwrap();
             assert_eq!(len, literal.len(), "{body:?}");
