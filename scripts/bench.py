@@ -176,6 +176,27 @@ def non_tabular_text(size: int) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
+def source_text(size: int) -> str:
+    """A source file, about `size` bytes, as a filesystem server's read_file
+    returns it: lines of code with indentation, quotes and backslashes, not
+    JSON, so that every stage at its defaults leaves it as it is."""
+    lines, total, i = [], 0, 0
+    while total < size:
+        block = [
+            f"def handler_{i}(request, retries={i % 5}):",
+            f'    """Answer request {i}; see "docs/handlers.md" for the rules."""',
+            f"    path = request.path.replace('\\\\', '/')",
+            f"    if not path.startswith('/api/v{i % 3}'):",
+            f"        raise ValueError(f\"bad path: {{path!r}}\\n\")",
+            f"    return {{'id': {i}, 'ok': True, 'path': path}}",
+            "",
+        ]
+        lines.extend(block)
+        total += sum(len(line) + 1 for line in block)
+        i += 1
+    return "\n".join(lines)[:size]
+
+
 CLEAN_OFF = {"html_to_markdown": False, "strip_base64": False, "collapse_whitespace": False, "compact_json": False}
 # (label, listener name, what it runs): None no wasm filter; "pass"/"copy"/
 # "calls" the floor filter (benches/floor/) so configured; a dict, mcp-toon with
@@ -302,6 +323,9 @@ def envoy(seconds: int, only_cases: list[str] | None = None) -> str:
     for label, size in SIZES:
         bodies[f"tabular-{label}"] = body_of(tabular_text, size)
         bodies[f"nontabular-{label}"] = body_of(non_tabular_text, size)
+    # A tools/call result the plugin leaves unchanged at its defaults,
+    # read to its end to know that: text that is not JSON.
+    bodies["source-64k"] = body_of(source_text, 64 * 1024)
     rows_wanted = request_rows(list(bodies))
     if only_cases:
         rows_wanted = [r for r in rows_wanted if r[0] in only_cases]
@@ -408,7 +432,9 @@ build's cost in V8 itself is "V8 core" over "native core"; what remains of
 a row past floor + V8 core comes from running inside Envoy under this load.
 "× (floor + native)" and "× (floor + V8 core)" read a plugin row as the
 floor's cost plus the core's own work. The non-tabular result is a compact JSON document with nested
-arrays: TOON passes it (`not_tabular`) and it leaves unchanged. The 1 MiB
+arrays: TOON passes it (`not_tabular`) and it leaves unchanged. The source
+result is a 64 KB source file as a filesystem server's `read_file` sends it
+(text, not JSON: no stage changes it at the defaults). The 1 MiB
 rows are the largest results whose body stays within 1 MiB less 1 KiB
 (`max_body_bytes` is 1 MiB by default; a body past it passes untouched).
 

@@ -42,7 +42,7 @@ from harness import Listener  # noqa: E402
 
 # The listeners of the Envoy section (scripts/bench.py), in its order.
 LISTENERS = ["none", "empty", "floor", "calls", "off", "adaptive"]
-ROWS = ["tabular-1k", "tabular-64k", "tabular-64k (resources/read)", "tabular-64k (resources/read + Mcp-Method)", "nontabular-64k"]
+ROWS = ["tabular-1k", "tabular-64k", "tabular-64k (resources/read)", "tabular-64k (resources/read + Mcp-Method)", "nontabular-64k", "source-64k"]
 WARM_UP = 200
 
 
@@ -100,6 +100,7 @@ def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[d
     for label, size in bench.SIZES:
         bodies[f"tabular-{label}"] = bench.body_of(bench.tabular_text, size)
         bodies[f"nontabular-{label}"] = bench.body_of(bench.non_tabular_text, size)
+    bodies["source-64k"] = bench.body_of(bench.source_text, 64 * 1024)
     known = {r[0]: r for r in bench.request_rows(list(bodies))}
     wanted = [known[row] for row in rows]
     results: dict[tuple[str, str], dict[str, float]] = {}

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGET = ROOT / "target" / "profile-wasm"
 MODULE = TARGET / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 VENV_PYTHON = ROOT / "target" / "component-venv" / "bin" / "python"
-ROWS = ["tabular-1k", "tabular-64k", "nontabular-64k", "tabular-1m"]
+ROWS = ["tabular-1k", "tabular-64k", "nontabular-64k", "tabular-1m", "source-64k"]
 CHUNK = 16 * 1024
 # proxy-wasm log levels: 2 is info, Envoy's default; the plugin formats its
 # debug line only for a host that writes debug.
@@ -125,7 +125,7 @@ def main() -> None:
         request.write_bytes(bench.tools_call())
         for row in rows:
             kind, size = row.split("-", 1)
-            text = bench.tabular_text if kind == "tabular" else bench.non_tabular_text
+            text = {"tabular": bench.tabular_text, "nontabular": bench.non_tabular_text, "source": bench.source_text}[kind]
             response = work / f"{row}.response"
             response.write_bytes(bench.body_of(text, sizes[size]))
             # About as many bytes per row as `--exchanges` of 64 KB: small

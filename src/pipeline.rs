@@ -46,7 +46,7 @@ use std::ops::Range;
 
 use serde_json::value::RawValue;
 
-use crate::config::{Header, ServerScope, Settings};
+use crate::config::{Header, Policy, ServerScope, Settings};
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
@@ -217,15 +217,36 @@ fn read(
     let mut shapes = Vec::new();
     let mut listings = Vec::new();
     let mut listed = Vec::new();
+    // Each tool call's policy, resolved once: the blocks of its result
+    // carry it, and it tells how far the scan reads their texts. Where
+    // every call's policy changes only JSON, a text that is certainly no
+    // JSON value is measured, not decoded (mcp::Texts): source files,
+    // diffs and logs pass at the cost of a check.
+    let policies: Vec<Option<Policy>> = request
+        .calls
+        .iter()
+        .map(|c| (c.method == mcp::TOOLS_CALL).then(|| settings.policy(scope, c.tool.as_deref())))
+        .collect();
+    let queries = settings.queries_anywhere();
+    let only_json = policies.iter().zip(&request.calls).all(|(p, c)| {
+        p.as_ref()
+            .is_none_or(|p| p.changes_only_json() && (c.query.is_none() || !queries))
+    });
+    let texts = if only_json {
+        mcp::Texts::SkimNotJson
+    } else {
+        mcp::Texts::Decode
+    };
     // One pass over the body: messages, results and their items as spans
     // (mcp::scan_response).
-    let Some(mut messages) = mcp::scan_response(body) else {
+    let Some(mut messages) = mcp::scan_response_reading(body, texts) else {
         report.push(Decision::response(Reason::MalformedResponse));
         return None;
     };
     let calls = request.index();
     for message in &mut messages {
-        let Some(call) = message.id.as_deref().and_then(|id| calls.call(id)) else {
+        let found = message.id.as_deref().and_then(|id| calls.position(id));
+        let Some((at, call)) = found else {
             if request.complete && message.id.is_some() {
                 // A response to no request of this body (a server's bug):
                 // it passes, counted. Its id, the server's to choose, is
@@ -234,8 +255,8 @@ fn read(
             }
             continue;
         };
-        if call.method == mcp::TOOLS_CALL {
-            let found = tool_call_blocks(settings, scope, body, call, message, report);
+        if let Some(Some(policy)) = policies.get(at) {
+            let found = tool_call_blocks(settings, body, call, policy, message, report);
             if found.iter().any(|b| b.policy.budget.is_some()) {
                 // A result with a budget is read again as a whole, for the
                 // spans of its items (budget::Shape).
@@ -505,6 +526,11 @@ fn encode(
     budget: &mut stage::toon::Budget,
     report: &mut Report,
 ) -> bool {
+    if let Some(len) = block.unread {
+        let reason = stage::toon::refusal_of_no_json(len, &block.policy.toon);
+        report.push(block.passthrough(Stage::Toon, reason));
+        return false;
+    }
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
@@ -564,9 +590,9 @@ fn with_note(emission: String, note: &str, header: Header) -> String {
 /// The text blocks of one tool result, or the reason there are none.
 fn tool_call_blocks(
     settings: &Settings,
-    scope: ServerScope,
     base: &str,
     call: &Call,
+    policy: &Policy,
     message: &mut mcp::Scanned<'_>,
     report: &mut Report,
 ) -> Vec<Block> {
@@ -592,7 +618,6 @@ fn tool_call_blocks(
         report.push(at(Reason::NoContent, None));
         return Vec::new();
     };
-    let policy = settings.policy(scope, call.tool.as_deref());
     let structured = result.structured_content.is_some();
     let mut blocks = Vec::new();
     for (index, item) in content.iter_mut().enumerate() {
@@ -603,19 +628,23 @@ fn tool_call_blocks(
         if item.kind.as_deref() != Some("text") {
             continue;
         }
-        let found = item.text.and_then(|l| {
-            let (text, layout) = item.take_text()?;
-            Some((Edits::span_of_str(base, l)?, text, layout))
-        });
-        let Some((span, text, layout)) = found else {
+        let found = item
+            .text
+            .and_then(|l| Some((Edits::span_of_str(base, l)?, item.take_text()?)));
+        let Some((span, read)) = found else {
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
+        };
+        let (text, layout, unread) = match read {
+            mcp::Text::Decoded { value, layout } => (value, Some(layout), None),
+            mcp::Text::NotJson { len } => (String::new(), Some(false), Some(len)),
         };
         blocks.push(Block {
             span,
             text,
+            unread,
             wire: None,
-            layout: Some(layout),
+            layout,
             changed: false,
             id: call.id.clone(),
             tool: call.tool.clone(),

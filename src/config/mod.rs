@@ -290,6 +290,23 @@ impl Policy {
             && self.budget.is_none()
             && !self.paging
     }
+
+    /// Only a text that is a JSON value can change under this policy:
+    /// compact JSON, null removal and TOON read JSON alone, and every stage
+    /// that reads any text (the string transforms, the cap, trim, operator
+    /// rules, the budget and its pages) is off. A text that is certainly
+    /// no JSON value then passes as it came, and need not be decoded.
+    pub fn changes_only_json(&self) -> bool {
+        let c = &self.clean;
+        !c.html_to_markdown
+            && !c.strip_base64
+            && !c.collapse_whitespace
+            && c.max_text_bytes == 0
+            && !self.trim
+            && self.project.rules.is_empty()
+            && self.budget.is_none()
+            && !self.paging
+    }
 }
 
 /// Index of the `servers[]` entry a stream matched, if any.

@@ -232,7 +232,9 @@ impl Exchange {
             .then(|| hash_key(sessions, false))
             .flatten();
         let now = sessions.now_ms();
-        for message in mcp::scan_response(data).unwrap_or_default() {
+        // Only ids and shapes: the texts are the pipeline's to read.
+        let messages = mcp::scan_response_reading(data, mcp::Texts::Check);
+        for message in messages.unwrap_or_default() {
             let Some(id) = message.id else { continue };
             if id.len() > self.settings.max_id_bytes {
                 self.report.push(Decision::response(Reason::IdTooLong));

@@ -14,7 +14,10 @@ pub use response::{
     content_array, next_cursor, parse_messages, text_items, tool_entries, tool_result, tools_array,
     ContentItem, Message, ToolEntry, ToolResult,
 };
-pub use scan::{response as scan_response, Item, Scanned, ToolShape};
+pub use scan::{
+    response as scan_response, response_reading as scan_response_reading, Item, Scanned, Text,
+    Texts, ToolShape,
+};
 
 use serde_json::value::RawValue;
 

@@ -76,6 +76,12 @@ impl<'a> CallIndex<'a> {
     pub fn call(&self, id: &str) -> Option<&'a Call> {
         self.by_id.get(id).and_then(|&i| self.calls.get(i))
     }
+
+    /// [`CallIndex::call`], with its place among the body's calls.
+    pub fn position(&self, id: &str) -> Option<(usize, &'a Call)> {
+        let &i = self.by_id.get(id)?;
+        Some((i, self.calls.get(i)?))
+    }
 }
 
 impl RequestInfo {

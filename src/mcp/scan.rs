@@ -26,9 +26,25 @@ use std::borrow::Cow;
 mod literal;
 mod request;
 mod response;
+mod skim;
 
 pub use request::request;
-pub use response::{response, Item, Scanned, ToolShape};
+pub use response::{response, response_reading, Item, Scanned, Text, ToolShape};
+
+/// How much of each text item's literal a response scan reads: every
+/// literal is checked in full either way (the body's validity does not
+/// depend on the mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Texts {
+    /// Every text decoded.
+    Decode,
+    /// A text that is certainly no JSON value is measured, not decoded
+    /// ([`skim`]): for stages that change only JSON.
+    SkimNotJson,
+    /// No text read: for a reader that wants only the messages' ids and
+    /// shapes (a legacy event's requests).
+    Check,
+}
 
 /// Whether a field was seen, and its value when it was not `null`.
 #[derive(Default)]
@@ -55,6 +71,7 @@ struct Scanner<'a> {
     /// Containers open while a value is skipped (`true`: an object): a
     /// stack, not recursion, so no depth can exhaust the VM's.
     stack: Vec<bool>,
+    texts: Texts,
 }
 
 impl<'a> Scanner<'a> {
@@ -64,6 +81,7 @@ impl<'a> Scanner<'a> {
     /// message refuses it.
     fn body<T>(
         text: &'a str,
+        texts: Texts,
         mut message: impl FnMut(&mut Self) -> Option<Option<T>>,
     ) -> Option<Vec<T>> {
         let mut s = Scanner {
@@ -71,6 +89,7 @@ impl<'a> Scanner<'a> {
             b: text.as_bytes(),
             i: 0,
             stack: Vec::new(),
+            texts,
         };
         s.ws();
         let mut out = Vec::new();

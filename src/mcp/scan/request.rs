@@ -31,7 +31,7 @@ use crate::outcome::Reason;
 /// objects, or a message has a field twice, or a `method` that is not a
 /// string.
 pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
-    let read = Scanner::body(text, |s| s.call(declared, limits))?;
+    let read = Scanner::body(text, super::Texts::Decode, |s| s.call(declared, limits))?;
     let mut info = RequestInfo::default();
     for call in read {
         match call {

@@ -4,8 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::literal::Decoded;
-use super::{Field, Scanner};
+use super::{Field, Scanner, Texts};
 use crate::mcp::id_key;
 
 /// One JSON-RPC response of a body (requests and notifications from the
@@ -42,24 +41,38 @@ pub struct Item<'a> {
     /// The text of the `text` value (any JSON value; a string for a text
     /// item).
     pub text: Option<&'a str>,
-    /// A string `text` as the scan decoded it.
-    decoded: Option<Decoded>,
+    /// A string `text` as the scan read it, when serde_json decodes it.
+    read: Option<Text>,
+}
+
+/// The value of a text item's string `text`, as far as the scan read it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Text {
+    /// Decoded, with whether the value, read as JSON, has whitespace
+    /// between its tokens (see [`super::literal`]).
+    Decoded { value: String, layout: bool },
+    /// Not decoded ([`Texts::SkimNotJson`]): the value is certainly no
+    /// JSON text; its length in bytes.
+    NotJson { len: usize },
 }
 
 impl Item<'_> {
-    /// The value of `text` when it is a string serde_json decodes, and
-    /// whether that value, read as JSON, has whitespace between its tokens
-    /// (see [`super::literal`]); taken, as a block owns its text.
-    pub fn take_text(&mut self) -> Option<(String, bool)> {
-        let decoded = self.decoded.take()?;
-        Some((decoded.value?, decoded.layout))
+    /// The value of `text` when it is a string serde_json decodes; taken,
+    /// as a block owns its text.
+    pub fn take_text(&mut self) -> Option<Text> {
+        self.read.take()
     }
 }
 
 /// The responses of a body, or `None` when it is not one JSON object or an
-/// array of them (or a message names a field twice).
+/// array of them (or a message names a field twice); every text decoded.
 pub fn response(text: &str) -> Option<Vec<Scanned<'_>>> {
-    Scanner::body(text, Scanner::message)
+    response_reading(text, Texts::Decode)
+}
+
+/// [`response`], reading text items as `texts` says.
+pub fn response_reading(text: &str, texts: Texts) -> Option<Vec<Scanned<'_>>> {
+    Scanner::body(text, texts, Scanner::message)
 }
 
 impl<'a> Scanner<'a> {
@@ -191,7 +204,7 @@ impl<'a> Scanner<'a> {
         }
         let mut kind: Field<Cow<'a, str>> = Field::default();
         let mut text: Field<&'a str> = Field::default();
-        let mut decoded = None;
+        let mut read = None;
         let mut shaped = true;
         self.object(|s, key| match key.as_deref() {
             None => {
@@ -222,9 +235,9 @@ impl<'a> Scanner<'a> {
                     // literal is most of a result.
                     b'"' => {
                         let start = s.i;
-                        let (len, d) = super::literal::read(s.b.get(start..)?)?;
+                        let (len, text) = s.text_literal()?;
                         s.i = start + len;
-                        decoded = Some(d);
+                        read = text;
                         Some(s.text.get(start..s.i)?)
                     }
                     _ if s.null()? => None,
@@ -238,7 +251,34 @@ impl<'a> Scanner<'a> {
         Some(shaped.then_some(Item {
             kind: kind.value,
             text: text.value,
-            decoded,
+            read,
         }))
+    }
+
+    /// The text literal here, read as [`Scanner::texts`] says: its length
+    /// and its value, `None` where serde_json refuses to decode it.
+    fn text_literal(&mut self) -> Option<(usize, Option<Text>)> {
+        let start = self.i;
+        let b = self.b.get(start..)?;
+        match self.texts {
+            Texts::Decode => {}
+            Texts::SkimNotJson => {
+                if let Some((len, text)) = super::skim::not_json(b) {
+                    return Some((len, text.map(|len| Text::NotJson { len })));
+                }
+            }
+            Texts::Check => {
+                self.string_end()?;
+                let len = self.i - start;
+                self.i = start;
+                return Some((len, None));
+            }
+        }
+        let (len, d) = super::literal::read(b)?;
+        let text = d.value.map(|value| Text::Decoded {
+            value,
+            layout: d.layout,
+        });
+        Some((len, text))
     }
 }

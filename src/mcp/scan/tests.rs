@@ -5,7 +5,9 @@
 //! the fuzz seeds, every nesting depth around serde_json's limit, every
 //! one-byte mutation of a few bodies, and generated bodies (`generated`).
 
-use super::response as scan;
+use serde::de::IgnoredAny;
+
+use super::{Text, Texts};
 use crate::config::Limits;
 use crate::mcp::request::by_serde::parse as by_serde_request;
 use crate::mcp::{parse_messages, text_items, tool_result, Declared};
@@ -51,9 +53,9 @@ fn by_serde(text: &str) -> Option<View> {
     )
 }
 
-fn by_scan(text: &str) -> Option<View> {
+fn by_scan(text: &str, texts: Texts) -> Option<View> {
     Some(
-        scan(text)?
+        super::response_reading(text, texts)?
             .into_iter()
             .map(|m| {
                 let tool = m.tool.map(|t| {
@@ -65,22 +67,36 @@ fn by_scan(text: &str) -> Option<View> {
                                     // its layout what compaction would find.
                                     let decoded =
                                         i.text.and_then(|t| serde_json::from_str::<String>(t).ok());
-                                    let taken = i.take_text();
-                                    assert_eq!(
-                                        taken.as_ref().map(|(v, _)| v),
-                                        decoded.as_ref(),
-                                        "{:?}",
-                                        i.text
-                                    );
-                                    if let Some((v, layout)) = &taken {
-                                        if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok()
-                                        {
+                                    match i.take_text() {
+                                        Some(Text::Decoded { value, layout }) => {
                                             assert_eq!(
-                                                *layout,
-                                                crate::stage::clean::compact::has_layout(v),
-                                                "{v:?}"
+                                                Some(&value),
+                                                decoded.as_ref(),
+                                                "{:?}",
+                                                i.text
+                                            );
+                                            if serde_json::from_str::<IgnoredAny>(&value).is_ok() {
+                                                assert_eq!(
+                                                    layout,
+                                                    crate::stage::clean::compact::has_layout(
+                                                        &value
+                                                    ),
+                                                    "{value:?}"
+                                                );
+                                            }
+                                        }
+                                        // Skimmed: serde_json's value, of
+                                        // that length, and no JSON text.
+                                        Some(Text::NotJson { len }) => {
+                                            assert_eq!(texts, Texts::SkimNotJson);
+                                            let value = decoded.unwrap_or_default();
+                                            assert_eq!(len, value.len(), "{:?}", i.text);
+                                            assert!(
+                                                serde_json::from_str::<IgnoredAny>(&value).is_err(),
+                                                "{value:?}"
                                             );
                                         }
+                                        None => assert_eq!(decoded, None, "{:?}", i.text),
                                     }
                                     (i.kind.map(|k| k.into_owned()), i.text.map(str::to_string))
                                 })
@@ -104,7 +120,42 @@ fn by_scan(text: &str) -> Option<View> {
 /// The response scanner and the request scanner (with and without an
 /// intent argument) each give serde_json's answer for `text`.
 pub(super) fn same(text: &str) {
-    assert_eq!(by_scan(text), by_serde(text), "{text:?}");
+    let serde = by_serde(text);
+    assert_eq!(by_scan(text, Texts::Decode), serde, "{text:?}");
+    assert_eq!(by_scan(text, Texts::SkimNotJson), serde, "{text:?}");
+    // Checked only: the same messages, results and items, no text read.
+    let checked = super::response_reading(text, Texts::Check).map(|ms| {
+        ms.into_iter()
+            .map(|mut m| {
+                let items = m.tool.as_mut().and_then(|t| t.content.as_mut());
+                for item in items.into_iter().flatten().flatten() {
+                    assert_eq!(item.take_text(), None, "{text:?}");
+                }
+                let items = m.tool.map(|t| {
+                    t.content
+                        .map(|c| c.iter().map(Option::is_some).collect::<Vec<_>>())
+                });
+                (
+                    m.id,
+                    m.is_error_response,
+                    m.result.map(str::to_string),
+                    items,
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    let expected = serde.as_ref().map(|ms| {
+        ms.iter()
+            .map(|(id, e, r, t)| {
+                let items = t.as_ref().map(|(c, _, _)| {
+                    c.as_ref()
+                        .map(|c| c.iter().map(Option::is_some).collect::<Vec<_>>())
+                });
+                (id.clone(), *e, r.clone(), items)
+            })
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(checked, expected, "{text:?}");
     let declared = [
         (None, None),
         (Some("expected_info"), None),

@@ -291,6 +291,7 @@ mod cleaning;
 mod hostile;
 mod listing;
 mod projecting;
+mod skimming;
 mod trimming;
 
 /// Calls learnt other than from the request body (2024-11-05 records) are

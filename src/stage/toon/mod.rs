@@ -108,6 +108,20 @@ pub fn encode_within(
     }
 }
 
+/// Why [`encode_within`] leaves a text of `len` bytes that is certainly
+/// no JSON value (so it carries no marker, which opens with `[`): its
+/// early checks, in its order, then `not_json`. The pipeline asks it for a
+/// block the scan did not decode (`mcp::Texts::SkimNotJson`).
+pub fn refusal_of_no_json(len: usize, s: &ToonSettings) -> Reason {
+    if s.mode == Mode::Off {
+        Reason::ModeOff
+    } else if s.mode == Mode::Adaptive && len < s.min_bytes {
+        Reason::BelowMinBytes
+    } else {
+        Reason::NotJson
+    }
+}
+
 /// The generic path: [`encode`] through `serde_json::Value` and
 /// toon-format's own encoder and decoder. The fast path falls back to it,
 /// and the differential tests and benchmarks hold the two side by side.

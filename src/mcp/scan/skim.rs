@@ -1,0 +1,243 @@
+//! A text item's literal checked, and measured, without being decoded,
+//! when its first characters show that the text is no JSON value.
+//!
+//! Most of what coding agents read is not JSON: source files, diffs, logs,
+//! Markdown. Under a policy whose stages change only JSON (compact JSON,
+//! TOON: `Policy::changes_only_json`), such a text passes as it came, and
+//! decoding it (about ten instructions a byte, escapes every line) bought
+//! nothing but its length for the record (issue 14: a 64 KB source file's
+//! exchange through Envoy cost 7.9 times Envoy alone, the module's share
+//! mostly [`super::literal::read`]). Here the start of the text is decoded
+//! only as far as RFC 8259 §2 and §6 decide it: a JSON text is whitespace,
+//! one value, whitespace, and a value opens with `{ [ "`, a digit, `-`, or
+//! spells `true`, `false`, `null`. A text that leaves that grammar before
+//! its literal ends is certainly no JSON value; the rest of its literal is
+//! checked as [`super::literal::read`] checks it (the same refusals) and
+//! its decoded length counted, eight plain bytes at a time. Any text that
+//! may still be JSON (an object, array or string, a scalar up to its end)
+//! or is no valid literal is left to the full read.
+
+use super::literal::{hex4, SHORT};
+use crate::json::literal::stops;
+
+/// A literal the skim took: its length on the wire (quotes included), and
+/// its text's length decoded, or `None` where serde_json refuses to decode
+/// it (a lone surrogate escape), as the full read would say.
+pub(super) type Skimmed = (usize, Option<usize>);
+
+/// Where the start of a text stands in the grammar of one JSON text
+/// (RFC 8259 §2), before a value opens or inside a scalar that has.
+#[derive(Clone, Copy)]
+enum Prefix {
+    /// Whitespace so far.
+    Lead,
+    /// Inside `true`, `false` or `null`: the bytes of the word still due.
+    Word(&'static [u8]),
+    /// Inside a number (§6), after the part named.
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpInt,
+    /// After the value: only whitespace may follow.
+    Trail,
+}
+
+/// What one more character does to the prefix.
+enum Step {
+    Go(Prefix),
+    /// No JSON text goes on like this.
+    NotJson,
+    /// An object, array or string opens: the text may be JSON, and only a
+    /// full read can tell.
+    Opens,
+}
+
+fn is_ws(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl Prefix {
+    fn step(self, c: u8) -> Step {
+        use Prefix::*;
+        let go = Step::Go;
+        match self {
+            Lead | Trail if is_ws(c) => go(self),
+            Trail => Step::NotJson,
+            Lead => match c {
+                b'{' | b'[' | b'"' => Step::Opens,
+                b't' => go(Word(b"rue")),
+                b'f' => go(Word(b"alse")),
+                b'n' => go(Word(b"ull")),
+                b'-' => go(Minus),
+                b'0' => go(Zero),
+                b'1'..=b'9' => go(Int),
+                _ => Step::NotJson,
+            },
+            Word(due) => match due.split_first() {
+                Some((&want, rest)) if want == c => {
+                    go(if rest.is_empty() { Trail } else { Word(rest) })
+                }
+                _ => Step::NotJson,
+            },
+            Minus => match c {
+                b'0' => go(Zero),
+                b'1'..=b'9' => go(Int),
+                _ => Step::NotJson,
+            },
+            Zero | Int | Frac | ExpInt => match c {
+                b'0'..=b'9' if matches!(self, Int | Frac | ExpInt) => go(self),
+                b'.' if matches!(self, Zero | Int) => go(Dot),
+                b'e' | b'E' if matches!(self, Zero | Int | Frac) => go(Exp),
+                c if is_ws(c) => go(Trail),
+                _ => Step::NotJson,
+            },
+            Dot => match c {
+                b'0'..=b'9' => go(Frac),
+                _ => Step::NotJson,
+            },
+            Exp => match c {
+                b'+' | b'-' => go(ExpSign),
+                b'0'..=b'9' => go(ExpInt),
+                _ => Step::NotJson,
+            },
+            ExpSign => match c {
+                b'0'..=b'9' => go(ExpInt),
+                _ => Step::NotJson,
+            },
+        }
+    }
+}
+
+/// The literal at the start of `b` (its opening quote), when its text is
+/// certainly no JSON value; `None` when it may be one, or is no valid
+/// literal: the full read then decides, as it would have without the skim.
+pub(super) fn not_json(b: &[u8]) -> Option<Skimmed> {
+    if b.first() != Some(&b'"') {
+        return None;
+    }
+    let mut prefix = Prefix::Lead;
+    let mut at = 1;
+    // Decoded bytes of the prefix: each character it goes on past is one
+    // byte (ASCII), raw or escaped; the one that ends it is counted after.
+    let mut len = 0;
+    loop {
+        let (c, width) = match *b.get(at)? {
+            // The end of the literal, still inside the grammar; a raw
+            // control character, no literal at all.
+            b'"' | 0..=0x1f => return None,
+            b'\\' => escape(b.get(at + 1..)?)?,
+            c => (c, 1),
+        };
+        match prefix.step(c) {
+            Step::Go(next) => prefix = next,
+            Step::Opens => return None,
+            Step::NotJson => break,
+        }
+        at += width;
+        len += 1;
+    }
+    let (end, rest) = count(b, at)?;
+    Some((end, rest.map(|n| n + len)))
+}
+
+/// The character of the escape whose backslash precedes `b`, as the
+/// prefix reads it (every character past ASCII as 0x80: none goes on in
+/// the grammar), and the escape's width; `None` for a bad escape.
+fn escape(b: &[u8]) -> Option<(u8, usize)> {
+    match *b.first()? {
+        b'u' => {
+            let unit = hex4(b.get(1..5)?)?;
+            let c = u8::try_from(unit).ok().filter(u8::is_ascii);
+            Some((c.unwrap_or(0x80), 6))
+        }
+        c => match SHORT.get(usize::from(c)) {
+            Some(0) | None => None,
+            Some(&ch) => Some((ch, 2)),
+        },
+    }
+}
+
+/// From `start` (inside the literal) to its closing quote: the end, and
+/// the decoded length of what lies between, or `None` for a lone
+/// surrogate. `None` outside when the literal is invalid, as
+/// [`super::literal::read`] refuses it. The decoded length is the bytes
+/// read less what each escape spends past its character, so a plain run
+/// costs one test per eight bytes and an escape a few more.
+fn count(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
+    let mut at = start;
+    // Bytes the escapes take past the characters they stand for.
+    let mut spent = 0usize;
+    let mut refused = false;
+    loop {
+        // To the next quote, backslash or control: eight bytes at a time,
+        // then byte by byte for the last few.
+        loop {
+            match b.get(at..at + 8) {
+                Some(word) => {
+                    let found = stops(u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?));
+                    if found != 0 {
+                        at += (found.trailing_zeros() / 8) as usize;
+                        break;
+                    }
+                    at += 8;
+                }
+                None => {
+                    at += b
+                        .get(at..)?
+                        .iter()
+                        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')?;
+                    break;
+                }
+            }
+        }
+        match *b.get(at)? {
+            b'"' => {
+                let len = (at - start).checked_sub(spent)?;
+                return Some((at + 1, (!refused).then_some(len)));
+            }
+            b'\\' => {}
+            // A raw control character.
+            _ => return None,
+        }
+        let c = *b.get(at + 1)?;
+        if c != b'u' {
+            if SHORT.get(usize::from(c)).is_none_or(|&ch| ch == 0) {
+                return None;
+            }
+            spent += 1;
+            at += 2;
+            continue;
+        }
+        let unit = hex4(b.get(at + 2..at + 6)?)?;
+        at += 6;
+        spent += match unit {
+            // RFC 8259 §7: a leading surrogate and a trailing one are one
+            // character past the BMP, four bytes in UTF-8; alone, serde_json
+            // refuses the literal, which the read still reads to its end.
+            0xD800..=0xDBFF => match b.get(at..at + 2) {
+                Some(b"\\u") if matches!(hex4(b.get(at + 2..at + 6)?), Some(0xDC00..=0xDFFF)) => {
+                    at += 6;
+                    12 - 4
+                }
+                _ => {
+                    refused = true;
+                    6
+                }
+            },
+            0xDC00..=0xDFFF => {
+                refused = true;
+                6
+            }
+            0..=0x7F => 6 - 1,
+            0x80..=0x7FF => 6 - 2,
+            _ => 6 - 3,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;
