@@ -158,7 +158,8 @@ pub fn start(
 /// [`start`] on a body the caller keeps (an event's data): `None` when
 /// nothing in it can change or be learnt, and then the body is not copied
 /// (issue 14: an event that answers none of the calls, or whose result is
-/// an error, costs its scan and nothing more).
+/// an error, costs its scan and nothing more; one whose texts the scan
+/// left unread, its scan and their decisions).
 pub fn start_borrowed(
     settings: &Settings,
     scope: ServerScope,
@@ -168,11 +169,21 @@ pub fn start_borrowed(
     random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Job> {
     let found = read(settings, scope, request, body, report, random)?;
-    let idle = found.blocks.is_empty()
-        && found.edits.is_empty()
+    let idle = found.edits.is_empty()
         && found.listed.is_empty()
-        && found.listings.is_empty();
-    (!idle).then(|| found.into_job(body.to_string()))
+        && found.listings.is_empty()
+        && found.trim.is_none()
+        && found.shapes.is_empty()
+        && found.blocks.iter().all(|b| b.unread.is_some());
+    if idle {
+        // What finishing would record, and all it would do: an unread
+        // block meets no stage but TOON's refusal.
+        for refusal in found.blocks.iter().filter_map(Block::unread_refusal) {
+            report.push(refusal);
+        }
+        return None;
+    }
+    Some(found.into_job(body.to_string()))
 }
 
 /// What a body holds for the stages, as spans of it.
@@ -526,9 +537,8 @@ fn encode(
     budget: &mut stage::toon::Budget,
     report: &mut Report,
 ) -> bool {
-    if let Some(len) = block.unread {
-        let reason = stage::toon::refusal_of_no_json(len, &block.policy.toon);
-        report.push(block.passthrough(Stage::Toon, reason));
+    if let Some(refusal) = block.unread_refusal() {
+        report.push(refusal);
         return false;
     }
     let wire = if block.changed {

@@ -6,6 +6,7 @@ use std::ops::Range;
 use crate::config::{Policy, Settings};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
+use crate::stage;
 use crate::stage::clean::{self, Framing};
 use crate::stage::project::{self, Query, Refusal};
 
@@ -104,6 +105,14 @@ impl Block {
     pub(super) fn passthrough(&self, stage: Stage, reason: Reason) -> Decision {
         let n = self.unread.unwrap_or(self.text.len());
         self.decision(stage, Outcome::Passthrough(reason), n, n, true)
+    }
+
+    /// The TOON stage's decision on a block the scan left unread (no JSON
+    /// value, so its early checks decide); `None` for a block it read.
+    pub(super) fn unread_refusal(&self) -> Option<Decision> {
+        let len = self.unread?;
+        let reason = stage::toon::refusal_of_no_json(len, &self.policy.toon);
+        Some(self.passthrough(Stage::Toon, reason))
     }
 
     /// Stage 1, clean: each transform that changed the block is recorded.

@@ -139,3 +139,45 @@ fn every_kind_of_text_in_one_result() {
         );
     }
 }
+
+/// An event's data (`start_borrowed`) records what a body does: when the
+/// scan left every text unread, the same decisions, and no job (the data
+/// is not copied).
+#[test]
+fn an_event_of_unread_texts_is_decided_without_a_job() {
+    let texts = texts();
+    let mut rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]);
+    let request = call_request("7", "read_file");
+    let mut settled = 0;
+    for config in CONFIGS {
+        let settings = Settings::from_json(config).unwrap();
+        for _ in 0..200 {
+            let items = 1 + (rng.next_u64() % 3) as usize;
+            let body = body(&mut rng, &texts, items);
+            let (out, whole) = run(&settings, &request, &body);
+            let mut report = crate::report::Report::default();
+            let job = super::super::start_borrowed(
+                &settings,
+                Default::default(),
+                &request,
+                &body,
+                &mut report,
+                &mut |_| false,
+            );
+            let out_borrowed = match job {
+                None => {
+                    settled += 1;
+                    None
+                }
+                Some(job) => job.finish(&settings, None, &mut report).changed(),
+            };
+            assert_eq!(
+                out_borrowed.map(|b| String::from_utf8(b).unwrap()),
+                out,
+                "{config} {body}"
+            );
+            assert_eq!(report, whole, "{config} {body}");
+        }
+    }
+    assert!(settled > 100, "{settled}");
+}
