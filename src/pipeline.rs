@@ -142,6 +142,21 @@ pub fn start(
     report: &mut Report,
     random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Result<Job, Vec<u8>> {
+    let resolved = Resolved::of(settings, scope, request);
+    start_resolved(settings, scope, request, &resolved, body, report, random)
+}
+
+/// [`start`] with the request's calls resolved already: a stream keeps
+/// them for every body that answers its request.
+pub fn start_resolved(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    resolved: &Resolved,
+    body: Vec<u8>,
+    report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
+) -> Result<Job, Vec<u8>> {
     let body = match String::from_utf8(body) {
         Ok(b) => b,
         Err(e) => {
@@ -149,7 +164,7 @@ pub fn start(
             return Err(e.into_bytes());
         }
     };
-    match read(settings, scope, request, &body, report, random) {
+    match read(settings, scope, request, resolved, &body, report, random) {
         Some(found) => Ok(found.into_job(body)),
         None => Err(body.into_bytes()),
     }
@@ -164,11 +179,12 @@ pub fn start_borrowed(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
+    resolved: &Resolved,
     body: &str,
     report: &mut Report,
     random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Job> {
-    let found = read(settings, scope, request, body, report, random)?;
+    let found = read(settings, scope, request, resolved, body, report, random)?;
     let idle = found.edits.is_empty()
         && found.listed.is_empty()
         && found.listings.is_empty()
@@ -212,12 +228,54 @@ impl Found {
     }
 }
 
+/// The policy of each `tools/call` of a request, resolved once per request
+/// (an event stream answers a batch's calls in as many events: resolving
+/// them all for each event made a 1 MiB batch quadratic), and how far the
+/// scan reads the texts of their results. Where every call's policy
+/// changes only JSON, a text that is certainly no JSON value is measured,
+/// not decoded (`mcp::Texts`): source files, diffs and logs pass at the
+/// cost of a check.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// By the calls' positions in the request; `None` for other methods.
+    policies: Vec<Option<Policy>>,
+    texts: mcp::Texts,
+}
+
+impl Resolved {
+    pub fn of(settings: &Settings, scope: ServerScope, request: &RequestInfo) -> Self {
+        let policies: Vec<Option<Policy>> = request
+            .calls
+            .iter()
+            .map(|c| {
+                (c.method == mcp::TOOLS_CALL).then(|| settings.policy(scope, c.tool.as_deref()))
+            })
+            .collect();
+        // A query of the agent's is answered, or refused with a note, by
+        // the project stage, which reads any text.
+        let queries = settings.queries_anywhere();
+        let only_json = policies.iter().zip(&request.calls).all(|(p, c)| {
+            p.as_ref()
+                .is_none_or(|p| p.changes_only_json() && (c.query.is_none() || !queries))
+        });
+        Self {
+            policies,
+            texts: if only_json {
+                mcp::Texts::SkimNotJson
+            } else {
+                mcp::Texts::Decode
+            },
+        }
+    }
+}
+
 /// The reading half of [`start`]; `None` when the body is no JSON-RPC
 /// message (recorded).
 fn read(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
+    resolved: &Resolved,
     body: &str,
     report: &mut Report,
     random: &mut dyn FnMut(&mut [u8]) -> bool,
@@ -228,29 +286,9 @@ fn read(
     let mut shapes = Vec::new();
     let mut listings = Vec::new();
     let mut listed = Vec::new();
-    // Each tool call's policy, resolved once: the blocks of its result
-    // carry it, and it tells how far the scan reads their texts. Where
-    // every call's policy changes only JSON, a text that is certainly no
-    // JSON value is measured, not decoded (mcp::Texts): source files,
-    // diffs and logs pass at the cost of a check.
-    let policies: Vec<Option<Policy>> = request
-        .calls
-        .iter()
-        .map(|c| (c.method == mcp::TOOLS_CALL).then(|| settings.policy(scope, c.tool.as_deref())))
-        .collect();
-    let queries = settings.queries_anywhere();
-    let only_json = policies.iter().zip(&request.calls).all(|(p, c)| {
-        p.as_ref()
-            .is_none_or(|p| p.changes_only_json() && (c.query.is_none() || !queries))
-    });
-    let texts = if only_json {
-        mcp::Texts::SkimNotJson
-    } else {
-        mcp::Texts::Decode
-    };
     // One pass over the body: messages, results and their items as spans
     // (mcp::scan_response).
-    let Some(mut messages) = mcp::scan_response_reading(body, texts) else {
+    let Some(mut messages) = mcp::scan_response_reading(body, resolved.texts) else {
         report.push(Decision::response(Reason::MalformedResponse));
         return None;
     };
@@ -266,7 +304,7 @@ fn read(
             }
             continue;
         };
-        if let Some(Some(policy)) = policies.get(at) {
+        if let Some(Some(policy)) = resolved.policies.get(at) {
             let found = tool_call_blocks(settings, body, call, policy, message, report);
             if found.iter().any(|b| b.policy.budget.is_some()) {
                 // A result with a budget is read again as a whole, for the

@@ -360,6 +360,18 @@ fn json_escapes(n: usize) -> Case {
     text_result(&format!("[\"{inner}\"]"))
 }
 
+fn text_long_number_prefix(n: usize) -> Case {
+    // Digits to the end, then a letter: at the defaults the skim follows
+    // the number all the way before it rules out JSON.
+    text_result(&format!("{}x", "7".repeat(n)))
+}
+
+fn text_lead_whitespace(n: usize) -> Case {
+    // Escaped whitespace all the way, then a table: the skim's prefix
+    // reaches the bracket, and the full read goes over it again.
+    text_result(&format!("{}[{{\"a\":1}},{{\"a\":2}}]", "\n\t ".repeat(n / 3)))
+}
+
 fn toon_tiny_rows(n: usize) -> Case {
     let inner = repeat("{\"a\":1},", n);
     text_result(&format!("[{}{{\"a\":2}}]", inner))
@@ -817,6 +829,8 @@ families! {
     json_tiny_strings: "JSON: many tiny strings",
     json_escapes: "JSON: one string of escapes",
     json_wide_object: "JSON: one object of very many members",
+    text_long_number_prefix: "text: digits to the end, then a letter (no JSON)",
+    text_lead_whitespace: "text: whitespace to the end, then a table",
     toon_tiny_rows: "TOON: very many tiny rows",
     toon_wide_rows: "TOON: rows of very many keys",
     toon_wide_envelope: "TOON: one table among very many members",

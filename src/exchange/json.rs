@@ -58,10 +58,14 @@ impl Exchange {
         sessions: &mut dyn SessionStore,
     ) -> Step {
         self.phase = Phase::Done;
-        let started = pipeline::start(
+        let resolved = self.resolved.get_or_insert_with(|| {
+            pipeline::Resolved::of(&self.settings, self.scope, &self.request)
+        });
+        let started = pipeline::start_resolved(
             &self.settings,
             self.scope,
             &self.request,
+            resolved,
             body,
             &mut self.report,
             &mut |out| sessions.random(out),

@@ -219,6 +219,9 @@ pub struct Exchange {
     scope: ServerScope,
     phase: Phase,
     request: RequestInfo,
+    /// The request's calls with their policies, resolved at the first
+    /// response body that needs them (`pipeline::Resolved`).
+    resolved: Option<crate::pipeline::Resolved>,
     /// The 2024-11-05 GET event stream: requests come from other streams.
     legacy: bool,
     /// The 2024-11-05 session: from a POST's query, or a GET stream's
@@ -273,6 +276,7 @@ impl Exchange {
             scope: ServerScope::default(),
             phase: Phase::Request,
             request: RequestInfo::default(),
+            resolved: None,
             legacy: false,
             session: None,
             legacy_pending: Vec::new(),

@@ -250,6 +250,7 @@ impl Exchange {
             );
         } else {
             self.request = info;
+            self.resolved = None;
             self.phase = Phase::Interested;
         }
         rewritten

@@ -243,12 +243,19 @@ impl Exchange {
             self.report.push(Decision::response(Reason::InvalidUtf8));
             return EventPlan::Ready(event.into_raw(), None);
         };
+        // A legacy event's calls are its own; a stream's are its request's,
+        // resolved once for all its events.
         let legacy_request;
-        let request = if self.legacy {
+        let legacy_resolved;
+        let (request, resolved) = if self.legacy {
             legacy_request = self.legacy_requests(data, sessions);
-            &legacy_request
+            legacy_resolved = pipeline::Resolved::of(&self.settings, self.scope, &legacy_request);
+            (&legacy_request, &legacy_resolved)
         } else {
-            &self.request
+            let resolved = self.resolved.get_or_insert_with(|| {
+                pipeline::Resolved::of(&self.settings, self.scope, &self.request)
+            });
+            (&self.request, &*resolved)
         };
         if request.calls.is_empty() {
             return EventPlan::Ready(event.into_raw(), None);
@@ -257,6 +264,7 @@ impl Exchange {
             &self.settings,
             self.scope,
             request,
+            resolved,
             data,
             &mut self.report,
             &mut |out| sessions.random(out),

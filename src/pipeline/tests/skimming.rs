@@ -160,6 +160,7 @@ fn an_event_of_unread_texts_is_decided_without_a_job() {
                 &settings,
                 Default::default(),
                 &request,
+                &super::super::Resolved::of(&settings, Default::default(), &request),
                 &body,
                 &mut report,
                 &mut |_| false,
