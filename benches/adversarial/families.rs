@@ -369,7 +369,10 @@ fn text_long_number_prefix(n: usize) -> Case {
 fn text_lead_whitespace(n: usize) -> Case {
     // Escaped whitespace all the way, then a table: the skim's prefix
     // reaches the bracket, and the full read goes over it again.
-    text_result(&format!("{}[{{\"a\":1}},{{\"a\":2}}]", "\n\t ".repeat(n / 3)))
+    text_result(&format!(
+        "{}[{{\"a\":1}},{{\"a\":2}}]",
+        "\n\t ".repeat(n / 3)
+    ))
 }
 
 fn toon_tiny_rows(n: usize) -> Case {
