@@ -331,7 +331,9 @@ fn read(
             }
         }
     }
-    for block in &mut blocks {
+    // An unread block is no JSON under a policy that changes only JSON:
+    // it meets no stage but TOON's refusal (`Job::stages`).
+    for block in blocks.iter_mut().filter(|b| b.unread.is_none()) {
         block.clean(report);
         block.project(settings, report);
     }
@@ -483,9 +485,13 @@ impl Job {
     }
 
     /// TOON, the trim note line, the cap, and the marker tag last, on
-    /// every block.
+    /// every block; an unread one gets TOON's refusal alone.
     fn stages(&mut self, settings: &Settings, toon: &mut stage::toon::Budget, report: &mut Report) {
         for block in &mut self.blocks {
+            if let Some(refusal) = block.unread_refusal() {
+                report.push(refusal);
+                continue;
+            }
             let encoded = encode(block, settings, toon, report);
             block.encoded = encoded;
             block.note_line(!settings.marker_key.is_empty());
@@ -575,10 +581,6 @@ fn encode(
     budget: &mut stage::toon::Budget,
     report: &mut Report,
 ) -> bool {
-    if let Some(refusal) = block.unread_refusal() {
-        report.push(refusal);
-        return false;
-    }
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
@@ -685,7 +687,7 @@ fn tool_call_blocks(
         };
         let (text, layout, unread) = match read {
             mcp::Text::Decoded { value, layout } => (value, Some(layout), None),
-            mcp::Text::NotJson { len } => (String::new(), Some(false), Some(len)),
+            mcp::Text::NotJson { len } => (String::new(), None, Some(len)),
         };
         blocks.push(Block {
             span,

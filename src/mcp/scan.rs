@@ -317,36 +317,18 @@ impl<'a> Scanner<'a> {
         (self.i > start).then_some(())
     }
 
-    /// A string literal, checked and skipped (RFC 8259 §7: no raw control
-    /// character; escapes `\" \\ \/ \b \f \n \r \t \uXXXX`); returns
-    /// whether it held an escape.
+    /// A string literal, checked and skipped ([`literal::measure`]);
+    /// returns whether it held an escape: every escape spends a byte or
+    /// more past its character, so the decoded text is shorter, and a
+    /// lone surrogate has no decoded text.
     fn string_end(&mut self) -> Option<bool> {
         if self.next()? != b'"' {
             return None;
         }
-        let mut escaped = false;
-        loop {
-            self.skip_plain();
-            match self.next()? {
-                b'"' => return Some(escaped),
-                b'\\' => {
-                    escaped = true;
-                    match self.next()? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                        b'u' => {
-                            let hex = self.b.get(self.i..self.i + 4)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            self.i += 4;
-                        }
-                        _ => return None,
-                    }
-                }
-                // A raw control character.
-                _ => return None,
-            }
-        }
+        let start = self.i;
+        let (end, len) = literal::measure(self.b, start)?;
+        self.i = end;
+        Some(len != Some(end - 1 - start))
     }
 
     fn skip_string(&mut self) -> Option<()> {
@@ -365,30 +347,7 @@ impl<'a> Scanner<'a> {
             literal.get(1..literal.len() - 1).map(Cow::Borrowed)
         })
     }
-
-    /// Past the bytes of a string that need no look: eight at a time while
-    /// none of them is a quote, a backslash or a control character, then to
-    /// the first that is (the lowest flag of [`stops`] is exact).
-    fn skip_plain(&mut self) {
-        while let Some(word) = self.b.get(self.i..self.i + 8) {
-            let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
-            let found = stops(w);
-            if found != 0 {
-                self.i += (found.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.i += 8;
-        }
-        while self
-            .peek()
-            .is_some_and(|c| c >= 0x20 && c != b'"' && c != b'\\')
-        {
-            self.i += 1;
-        }
-    }
 }
-
-use crate::json::literal::stops;
 
 #[cfg(test)]
 mod tests;

@@ -17,8 +17,9 @@ pub(super) struct Block {
     pub(super) span: Range<usize>,
     pub(super) text: String,
     /// The scan left the text undecoded (`mcp::Texts::SkimNotJson`): it is
-    /// certainly no JSON value and the policy changes only JSON, so no
-    /// stage reads it. Its length; `text` is empty.
+    /// certainly no JSON value and the policy changes only JSON, so the
+    /// pipeline takes it past every stage with TOON's refusal
+    /// ([`Block::unread_refusal`]). Its length; `text` is empty.
     pub(super) unread: Option<usize>,
     /// `text`'s size as a JSON string literal, where the stage that wrote
     /// it measured that (TOON does): the block's write is sized by it
@@ -117,11 +118,6 @@ impl Block {
 
     /// Stage 1, clean: each transform that changed the block is recorded.
     pub(super) fn clean(&mut self, report: &mut Report) {
-        // Compaction and null removal read JSON alone; nothing else of
-        // clean is on for an unread block.
-        if self.unread.is_some() {
-            return;
-        }
         let cleaned = clean::clean_known(&self.text, &self.policy.clean, self.layout.take());
         if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
             report.push(self.passthrough(Stage::Clean, reason));
@@ -171,11 +167,6 @@ impl Block {
 
     /// Stage 2, project: the operator's rules, then the agent's query.
     pub(super) fn project(&mut self, settings: &Settings, report: &mut Report) {
-        // No rules, and no query of the agent's: the scan reads every text
-        // otherwise.
-        if self.unread.is_some() {
-            return;
-        }
         if !self.policy.project.rules.is_empty() {
             match project::rules::apply(&self.text, &self.policy.project.rules) {
                 Ok(text) => self.rewrite(Stage::Project, Outcome::Projected, text, false, report),
@@ -208,10 +199,6 @@ impl Block {
     /// Last, the `max_text_bytes` cap on whatever the block became, with
     /// room left for a query's note, which then goes at the very end.
     pub(super) fn cap(&mut self, encoded: bool, report: &mut Report) {
-        // No cap (`Policy::changes_only_json`).
-        if self.unread.is_some() {
-            return;
-        }
         let note = self.note.take();
         let reserve = note.as_ref().map_or(0, String::len);
         let max = match self.policy.clean.max_text_bytes {

@@ -257,9 +257,8 @@ impl<'a> Scanner<'a> {
 
     /// The text literal here, read as [`Scanner::texts`] says: its length
     /// and its value, `None` where serde_json refuses to decode it.
-    fn text_literal(&mut self) -> Option<(usize, Option<Text>)> {
-        let start = self.i;
-        let b = self.b.get(start..)?;
+    fn text_literal(&self) -> Option<(usize, Option<Text>)> {
+        let b = self.b.get(self.i..)?;
         match self.texts {
             Texts::Decode => {}
             Texts::SkimNotJson => {
@@ -267,12 +266,8 @@ impl<'a> Scanner<'a> {
                     return Some((len, text.map(|len| Text::NotJson { len })));
                 }
             }
-            Texts::Check => {
-                self.string_end()?;
-                let len = self.i - start;
-                self.i = start;
-                return Some((len, None));
-            }
+            // Past the opening quote the item's caller saw.
+            Texts::Check => return Some((super::literal::measure(b, 1)?.0, None)),
         }
         let (len, d) = super::literal::read(b)?;
         let text = d.value.map(|value| Text::Decoded {

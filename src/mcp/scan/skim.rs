@@ -12,13 +12,12 @@
 //! one value, whitespace, and a value opens with `{ [ "`, a digit, `-`, or
 //! spells `true`, `false`, `null`. A text that leaves that grammar before
 //! its literal ends is certainly no JSON value; the rest of its literal is
-//! checked as [`super::literal::read`] checks it (the same refusals) and
-//! its decoded length counted, eight plain bytes at a time. Any text that
+//! checked and its decoded length counted ([`measure`]: the same refusals
+//! as [`super::literal::read`], eight plain bytes at a time). Any text that
 //! may still be JSON (an object, array or string, a scalar up to its end)
 //! or is no valid literal is left to the full read.
 
-use super::literal::{hex4, SHORT};
-use crate::json::literal::stops;
+use super::literal::{hex4, measure, SHORT};
 
 /// A literal the skim took: its length on the wire (quotes included), and
 /// its text's length decoded, or `None` where serde_json refuses to decode
@@ -140,7 +139,7 @@ pub(super) fn not_json(b: &[u8]) -> Option<Skimmed> {
         at += width;
         len += 1;
     }
-    let (end, rest) = count(b, at)?;
+    let (end, rest) = measure(b, at)?;
     Some((end, rest.map(|n| n + len)))
 }
 
@@ -158,84 +157,6 @@ fn escape(b: &[u8]) -> Option<(u8, usize)> {
             Some(0) | None => None,
             Some(&ch) => Some((ch, 2)),
         },
-    }
-}
-
-/// From `start` (inside the literal) to its closing quote: the end, and
-/// the decoded length of what lies between, or `None` for a lone
-/// surrogate. `None` outside when the literal is invalid, as
-/// [`super::literal::read`] refuses it. The decoded length is the bytes
-/// read less what each escape spends past its character, so a plain run
-/// costs one test per eight bytes and an escape a few more.
-fn count(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> {
-    let mut at = start;
-    // Bytes the escapes take past the characters they stand for.
-    let mut spent = 0usize;
-    let mut refused = false;
-    loop {
-        // To the next quote, backslash or control: eight bytes at a time,
-        // then byte by byte for the last few.
-        loop {
-            match b.get(at..at + 8) {
-                Some(word) => {
-                    let found = stops(u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?));
-                    if found != 0 {
-                        at += (found.trailing_zeros() / 8) as usize;
-                        break;
-                    }
-                    at += 8;
-                }
-                None => {
-                    at += b
-                        .get(at..)?
-                        .iter()
-                        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')?;
-                    break;
-                }
-            }
-        }
-        match *b.get(at)? {
-            b'"' => {
-                let len = (at - start).checked_sub(spent)?;
-                return Some((at + 1, (!refused).then_some(len)));
-            }
-            b'\\' => {}
-            // A raw control character.
-            _ => return None,
-        }
-        let c = *b.get(at + 1)?;
-        if c != b'u' {
-            if SHORT.get(usize::from(c)).is_none_or(|&ch| ch == 0) {
-                return None;
-            }
-            spent += 1;
-            at += 2;
-            continue;
-        }
-        let unit = hex4(b.get(at + 2..at + 6)?)?;
-        at += 6;
-        spent += match unit {
-            // RFC 8259 §7: a leading surrogate and a trailing one are one
-            // character past the BMP, four bytes in UTF-8; alone, serde_json
-            // refuses the literal, which the read still reads to its end.
-            0xD800..=0xDBFF => match b.get(at..at + 2) {
-                Some(b"\\u") if matches!(hex4(b.get(at + 2..at + 6)?), Some(0xDC00..=0xDFFF)) => {
-                    at += 6;
-                    12 - 4
-                }
-                _ => {
-                    refused = true;
-                    6
-                }
-            },
-            0xDC00..=0xDFFF => {
-                refused = true;
-                6
-            }
-            0..=0x7F => 6 - 1,
-            0x80..=0x7FF => 6 - 2,
-            _ => 6 - 3,
-        };
     }
 }
 
