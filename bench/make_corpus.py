@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 OUT = Path(__file__).resolve().parent / "corpus"
 rng = random.Random(7)
@@ -152,6 +155,100 @@ def small_table() -> str:
     return json.dumps([{"id": i, "ok": True} for i in range(3)])
 
 
+def _sqlite_rows(query: str, n: int, seed: int) -> list[dict]:
+    """Rows as PyPI `mcp-server-sqlite` (2025.4.25) reads them:
+    `sqlite3.Row`, then `[dict(row) for row in cursor.fetchall()]`; it
+    answers with `str()` of that list."""
+    import sqlite3
+
+    from international import customers
+
+    conn = sqlite3.connect(":memory:")
+    conn.row_factory = sqlite3.Row
+    conn.execute(
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, email TEXT, city TEXT, country TEXT,"
+        " phone TEXT, balance REAL, active INTEGER, created_at TEXT, note TEXT)"
+    )
+    notes = [None, None, None, "VIP", "prefers email", "late payer", None, "it's complicated"]
+    local = random.Random(seed)
+    for c in customers(n, seed=seed, langs=["pl", "is", "vi", "de", "fr", "es"]):
+        conn.execute(
+            "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (c["id"], c["name"], c["email"], c["city"], c["country"], c["phone"], c["balance"], int(c["active"]), c["created_at"], local.choice(notes)),
+        )
+    return [dict(row) for row in conn.execute(query).fetchall()]
+
+
+def sqlite_select() -> str:
+    # `SELECT * FROM sales … LIMIT 500`, as mcp-server-sqlite's read_query
+    # answers it, on the table its own demo prompt (`mcp-demo`, topic
+    # "retail sales") has an agent build.
+    import sqlite3
+
+    local = random.Random(25)
+    conn = sqlite3.connect(":memory:")
+    conn.row_factory = sqlite3.Row
+    conn.execute(
+        "CREATE TABLE sales (sale_id INTEGER PRIMARY KEY, store_id INTEGER, product TEXT, category TEXT,"
+        " quantity INTEGER, revenue REAL, sale_date TEXT)"
+    )
+    products = [("Espresso beans", "Coffee"), ("Oat milk", "Dairy"), ("Croissant", "Bakery"), ("Green tea", "Tea"), ("Bagel", "Bakery"), ("Cold brew", "Coffee"), ("Muffin", "Bakery"), ("Chai latte", "Tea")]
+    for i in range(1, 801):
+        product, category = local.choice(products)
+        qty = local.randrange(1, 20)
+        conn.execute(
+            "INSERT INTO sales VALUES (?,?,?,?,?,?,?)",
+            (i, local.randrange(1, 13), product, category, qty, round(qty * local.uniform(2, 15), 2), f"2025-{local.randrange(1, 13):02d}-{local.randrange(1, 29):02d}"),
+        )
+    return str([dict(row) for row in conn.execute("SELECT * FROM sales ORDER BY sale_id LIMIT 500").fetchall()])
+
+
+def sqlite_orders() -> str:
+    # The same server on an order table with timestamps (TOON quotes them:
+    # they hold `:`).
+    import sqlite3
+
+    local = random.Random(24)
+    conn = sqlite3.connect(":memory:")
+    conn.row_factory = sqlite3.Row
+    conn.execute(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, product TEXT, quantity INTEGER,"
+        " unit_price REAL, status TEXT, shipped INTEGER, created_at TEXT)"
+    )
+    products = ["USB-C cable", "Laptop stand", "Wireless mouse", "Mechanical keyboard", "27in monitor", "Webcam", "Desk lamp", "Noise-cancelling headphones"]
+    for i in range(1, 801):
+        status = local.choice(["paid", "shipped", "delivered", "refunded", "pending"])
+        conn.execute(
+            "INSERT INTO orders VALUES (?,?,?,?,?,?,?,?)",
+            (i, local.randrange(1, 300), local.choice(products), local.randrange(1, 6), round(local.uniform(5, 900), 2), status,
+             int(status in ("shipped", "delivered")), f"2025-{local.randrange(1, 13):02d}-{local.randrange(1, 29):02d} {local.randrange(24):02d}:{local.randrange(60):02d}:00"),
+        )
+    return str([dict(row) for row in conn.execute("SELECT * FROM orders ORDER BY id LIMIT 500").fetchall()])
+
+
+def sqlite_customers() -> str:
+    # The same server on a customer table of many languages.
+    return str(_sqlite_rows("SELECT * FROM customers ORDER BY id LIMIT 500", 800, 21))
+
+
+def sqlite_aggregate() -> str:
+    return str(_sqlite_rows("SELECT country, COUNT(*) AS customers, ROUND(AVG(balance), 2) AS avg_balance, SUM(active) AS active FROM customers GROUP BY country ORDER BY country", 800, 21))
+
+
+def python_tuples() -> str:
+    # `str(cursor.fetchall())` with sqlite3's default row factory: tuples.
+    rows = _sqlite_rows("SELECT id, name, city, balance, active FROM customers ORDER BY id LIMIT 200", 800, 22)
+    return str([tuple(r.values()) for r in rows])
+
+
+def duckdb_escaped() -> str:
+    # Python's `json.dumps` defaults (`ensure_ascii`, `", "` and `": "`),
+    # as DuckDB tools send names: every non-ASCII letter a `\uXXXX` escape.
+    from international import customers
+
+    return json.dumps(customers(200, seed=23, langs=["pl", "is", "vi", "de", "cs"]))
+
+
 PAYLOADS = {
     "tabular-github-issues": github_issues,
     "paged-crm-contacts": crm_contacts_page,
@@ -161,6 +258,14 @@ PAYLOADS = {
     "prose-report": prose,
     "pretty-json-config": pretty_config,
     "small-table": small_table,
+    # Database results (issue 39), appended so the files above keep their
+    # bytes: their generators draw from their own seeds.
+    "sqlite-select-500": sqlite_select,
+    "sqlite-orders-500": sqlite_orders,
+    "sqlite-customers-500": sqlite_customers,
+    "sqlite-aggregate": sqlite_aggregate,
+    "python-tuples": python_tuples,
+    "duckdb-escaped-json": duckdb_escaped,
 }
 
 

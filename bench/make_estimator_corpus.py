@@ -3,8 +3,11 @@ against (src/stage/budget/estimate.rs; the calibration test is
 tests/estimator.rs). Together with bench/corpus/, the repository's own code
 and the TOON forms the test makes of every JSON text, they cover what MCP
 servers return: the demo server's results, diffs, logs in several shapes,
-JSON with non-Latin scripts and emoji, Markdown, CSV, SQL, and the shapes
-that tokenize worst (base64, hex digests, UUIDs).
+JSON with non-Latin scripts and emoji, Markdown, CSV, SQL, the shapes
+that tokenize worst (base64, hex digests, UUIDs), and customer tables of
+names, emails and cities in many languages and scripts
+(bench/international.py) as JSON, CSV, Python's `str(rows)` and escaped
+JSON.
 
 Deterministic: fixed seeds, the demo server's own generators, and diffs of
 fixed commits. The files are committed; rerun after changing this script.
@@ -28,6 +31,9 @@ OUT = ROOT / "bench" / "estimator"
 sys.path.insert(0, str(ROOT / "examples"))
 
 import demo_server as demo  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+import international  # noqa: E402
 
 rng = random.Random(15)
 
@@ -171,6 +177,25 @@ def misc() -> None:
     write("numbers.json", json.dumps(numbers))
 
 
+def customer_tables() -> None:
+    """Customer exports in many languages (names as natives write them,
+    emails transliterated), in the forms database tools send. Their own
+    seeds: the files above do not move."""
+    three = international.customers(300, seed=3, langs=["pl", "is", "vi"])
+    write("intl-customers-pl-is-vi.json", json.dumps(three, ensure_ascii=False, separators=(",", ":")))
+    mixed = international.customers(400, seed=4)
+    write("intl-customers-mixed.json", json.dumps(mixed, ensure_ascii=False))
+    latin = international.customers(300, seed=5, langs=["de", "fr", "es", "cs", "tr", "hu", "ro"])
+    write("intl-customers-latin.json", json.dumps(latin, ensure_ascii=False, indent=2))
+    others = international.customers(300, seed=6, langs=["ru", "uk", "el", "ar", "he", "hi", "th", "zh", "ja", "ko"])
+    write("intl-customers-scripts.json", json.dumps(others, ensure_ascii=False, separators=(",", ":")))
+    keys = list(mixed[0])
+    csv = [",".join(keys)] + [",".join(str(r[k]) for k in keys) for r in mixed]
+    write("intl-customers.csv", "\n".join(csv) + "\n")
+    write("intl-customers-python.txt", str(international.customers(200, seed=7)))
+    write("intl-customers-escaped.json", json.dumps(international.customers(150, seed=8)))
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     demo_results()
@@ -178,6 +203,7 @@ def main() -> None:
     logs()
     unicode_json()
     misc()
+    customer_tables()
     for p in sorted(OUT.iterdir()):
         print(f"{p.name}: {p.stat().st_size} bytes")
 

@@ -13,7 +13,9 @@ Tools, chosen so each of the plugin's paths has a real example:
     station_readings   output schema whose text is a table       -> encoded text,
                                                                     structuredContent untouched
     failing_lookup     isError: true (its text is a table)       -> is_error
-    export_logs        a ~3 MB table                             -> response_too_large
+    export_logs        a ~3 MB table (`megabytes` sets its size) -> encoded; past
+                                                                    max_response_bytes
+                                                                    (16 MiB) response_too_large
 
     echo_digest        digest of a (possibly huge) argument      -> proves a request
                                                                     arrived intact

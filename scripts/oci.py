@@ -34,6 +34,13 @@ Two images, one module (target/wasm32-wasip1/release/mcp_toon.wasm):
                            Built by umoci (an OCI layout in build/oci/compat),
                            pushed by skopeo.
 
+Beside them, the Traefik plugin (`make traefik`) as a release archive:
+build/oci/mcp-toon-traefik-VERSION.tar.gz holds `mcp-toon/.traefik.yml` and
+`mcp-toon/plugin.wasm`, the directory a Traefik operator unpacks under
+`plugins-local/src/` (README "Loading it in Traefik"). Traefik loads local
+plugins from files, not from a registry, so it is attached to the release,
+not pushed.
+
 VERSION is the crate version in Cargo.toml. Timestamps come from
 SOURCE_DATE_EPOCH (default: the last commit's time), so rebuilding the same
 commit gives the same digests.
@@ -66,8 +73,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WASM = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+import artifacts  # noqa: E402
+
+WASM = artifacts.WASM
 OUT = ROOT / "build" / "oci"
+TRAEFIK_PLUGIN = ROOT / "build" / "traefik" / "plugins-local" / "src" / "mcp-toon"
 
 # solo-io/wasm spec/spec.md ("oci" variant) and spec/spec-compat.md.
 WASM_CONFIG_MEDIA_TYPE = "application/vnd.module.wasm.config.v1+json"
@@ -169,6 +180,31 @@ def build(wasm_path: Path, version: str, out: Path = OUT) -> dict[str, Path]:
 
     compat = build_compat(wasm, config, version, epoch, out)
     return {"artifact": artifact, "compat": compat}
+
+
+def traefik_archive(plugin_dir: Path, version: str, out: Path = OUT) -> Path:
+    """The Traefik plugin directory as a gzipped tar, reproducible: sorted,
+    owned by root, timestamps SOURCE_DATE_EPOCH, gzip without a name or time."""
+    files = [plugin_dir / ".traefik.yml", plugin_dir / "plugin.wasm"]
+    for f in files:
+        if not f.is_file():
+            raise OciError(f"{f} not found: run `make traefik` first")
+    if not files[1].read_bytes().startswith(b"\0asm"):
+        raise OciError(f"{files[1]} is not a WebAssembly module")
+    epoch = source_date_epoch()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for f in files:
+            data = f.read_bytes()
+            info = tarfile.TarInfo(f"mcp-toon/{f.name}")
+            info.size, info.mtime, info.mode = len(data), epoch, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            tar.addfile(info, io.BytesIO(data))
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / f"mcp-toon-traefik-{version}.tar.gz"
+    archive.write_bytes(gzip.compress(raw.getvalue(), compresslevel=9, mtime=0))
+    return archive
 
 
 def build_compat(wasm: bytes, config: bytes, version: str, epoch: int, out: Path) -> Path:
@@ -329,12 +365,15 @@ def main(argv: list[str] | None = None) -> int:
     http.add_argument("--https", dest="plain_http", action="store_false", help="speak HTTPS even on loopback")
     push_p.add_argument("--authfile", default=os.environ.get("REGISTRY_AUTH_FILE"), help="auth.json with registry credentials")
     for sp in (build_p, push_p):
-        sp.add_argument("--wasm", type=Path, default=WASM, help=f"the module (default {WASM.relative_to(ROOT)})")
+        sp.add_argument("--wasm", type=Path, default=WASM, help=f"the module (default {artifacts.shown(WASM)})")
+        sp.add_argument("--traefik", type=Path, default=TRAEFIK_PLUGIN, help=f"the Traefik plugin directory (default {TRAEFIK_PLUGIN.relative_to(ROOT)})")
     args = p.parse_args(argv)
 
     try:
         version = crate_version()
         built = build(args.wasm, version)
+        archive = traefik_archive(args.traefik, version)
+        print(f"oci: Traefik plugin for the release: {archive.relative_to(ROOT)} (sha256 {sha256_file(archive)})")
         if args.command == "build":
             print(f"oci: built {built['artifact'].relative_to(ROOT)} and {built['compat'].relative_to(ROOT)} ({version})")
             return 0

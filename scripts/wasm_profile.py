@@ -34,7 +34,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "target" / "profile-wasm"
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+import artifacts  # noqa: E402
+
+TARGET = artifacts.TARGET / "profile-wasm"
 MODULE = TARGET / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 VENV_PYTHON = ROOT / "target" / "component-venv" / "bin" / "python"
 ROWS = ["tabular-1k", "tabular-64k", "nontabular-64k", "tabular-1m", "source-64k"]

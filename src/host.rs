@@ -8,9 +8,9 @@
 //! `Result`, and the driver acts on each one: a refused body write turns the
 //! rest of the stream into a byte-identical pass-through, a refused callout
 //! fails the trim open (or the page call with a tool error), a refused
-//! local reply sends the request on to the server as it came, a refused
-//! shared-data write keeps no page, a refused metric or property is
-//! logged.
+//! local reply ends the stream (a page call never reaches the server), a
+//! refused shared-data write keeps no page, a refused metric or property
+//! is logged.
 //!
 //! Callouts go to any cluster [`LlmRequest::cluster`] names: the trim
 //! endpoint, or the route's own cluster for a re-issued tool call.
@@ -198,6 +198,11 @@ pub trait Host {
         headers: &[(String, String)],
         body: &[u8],
     ) -> HostResult<()>;
+
+    /// Ends the stream without an answer (proxy-wasm `proxy_close_stream`;
+    /// Envoy resets it): what is left for a page call whose reply the host
+    /// refused, since it must not go on to the server.
+    fn close(&mut self, direction: Direction) -> HostResult<()>;
 
     /// Data shared by every stream of the host (all workers of one Envoy):
     /// the value and its version (never 0), `None` when the key is absent.

@@ -69,6 +69,25 @@ pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
     })
 }
 
+/// [`declared`] for the query argument: a value there that is no string is
+/// kept as [`crate::mcp::QUERY_NOT_A_STRING`] and its JSON type, so the
+/// project stage can say so.
+#[cfg(test)]
+pub fn declared_query(params: &RawValue, arg: &str) -> Option<String> {
+    let p: Params = object(params)?;
+    [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
+        let members = members(raw)?;
+        let (_, value) = members.iter().find(|(k, _)| k == arg)?;
+        let first = *value.get().as_bytes().first()?;
+        if first != b'"' {
+            return Some(crate::mcp::query_not_a_string(first));
+        }
+        let text: String = serde_json::from_str(value.get()).ok()?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    })
+}
+
 #[derive(Deserialize)]
 struct Request<'a> {
     #[serde(borrow)]
@@ -265,6 +284,12 @@ mod tests {
         assert!(strip(only, &["expected_info"], &|_, _| true)
             .unwrap()
             .contains(r#""arguments":{}"#));
+        // A query argument that is no string is the plugin's all the same.
+        let number = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"jmespath":{"a":[42]},"q":1}}}"#;
+        assert_eq!(
+            strip(number, &["jmespath"], &|_, _| true).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":1}}}"#
+        );
         // Several names at once: the intent and the query.
         let both = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"jmespath":"a","q":1,"expected_info":"x"}}}"#;
         assert_eq!(

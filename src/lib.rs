@@ -13,6 +13,7 @@ pub mod exchange;
 pub mod host;
 pub mod intent;
 pub mod json;
+pub mod listing;
 pub mod marker;
 pub mod mcp;
 pub mod outcome;
@@ -32,6 +33,14 @@ mod adapter;
 pub mod cli;
 #[cfg(feature = "component")]
 pub mod component;
+#[cfg(feature = "traefik")]
+pub mod httpwasm;
+
+// Each adapter exports its own `_initialize`: one module is one of them.
+#[cfg(all(feature = "plugin", feature = "traefik", target_arch = "wasm32"))]
+compile_error!(
+    "features `plugin` (Envoy) and `traefik` (http-wasm) build different modules: enable one"
+);
 
 pub use config::{ConfigError, Settings};
 pub use exchange::Exchange;

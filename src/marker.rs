@@ -76,6 +76,34 @@ pub fn unwrap(text: &str, header: Header) -> Option<&str> {
     }
 }
 
+/// What a block read from a Python literal (`clean.python_literal`) says
+/// after the TOON marker: the values are the server's, their spelling is
+/// JSON's. An agent that writes them back as Python needs the three words
+/// (strings keep their characters, numbers their spelling); short, since
+/// every such block pays for it.
+pub const PYTHON_NOTE: &str =
+    "From a Python literal: same values; true/false/null were True/False/None.";
+
+/// Added when the literal held a tuple: JSON has none, so the agent
+/// learns that arrays may have been tuples.
+pub const TUPLES_NOTE: &str = "Some arrays were tuples.";
+
+/// The note for a literal, with [`TUPLES_NOTE`] when it held a tuple.
+pub fn python_note(tuples: bool) -> String {
+    if tuples {
+        format!("{PYTHON_NOTE} {TUPLES_NOTE}")
+    } else {
+        PYTHON_NOTE.to_string()
+    }
+}
+
+/// The line in front of compact JSON read from a Python literal (when TOON
+/// did not encode it, and the header is not `none`): the marker prefix, so
+/// the block is never read again, and the note.
+pub fn python_line(tuples: bool) -> String {
+    format!("{MARKER_PREFIX} JSON. {}", python_note(tuples))
+}
+
 /// A block that already carries the marker is never encoded again.
 pub fn is_encoded(text: &str) -> bool {
     text.starts_with(MARKER_PREFIX)
@@ -123,6 +151,19 @@ mod tests {
     #[test]
     fn none_is_bare() {
         assert_eq!(wrap("a: 1", Header::None, M), "a: 1");
+    }
+
+    /// The Python line is sized as plain ASCII on the wire (one byte a
+    /// character, no escape): `pipeline::Block::python_json` relies on it.
+    #[test]
+    fn the_python_line_needs_no_escape() {
+        for tuples in [false, true] {
+            let line = python_line(tuples);
+            assert!(line
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'));
+            assert!(is_encoded(&line));
+        }
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub enum Stage {
     Page,
     /// Operator field rules and agent queries (JMESPath).
     Project,
+    /// `tools/list` results made to fit (`listings`, docs/listings.md) and
+    /// the tools the plugin adds to them.
+    Listing,
 }
 
 impl Stage {
@@ -36,6 +39,7 @@ impl Stage {
             Stage::Budget => "budget",
             Stage::Page => "page",
             Stage::Project => "project",
+            Stage::Listing => "listing",
         }
     }
 }
@@ -58,6 +62,16 @@ pub enum Outcome {
     Projected,
     /// The agent's query replaced the block with its result.
     Queried,
+    /// A `tools/list` result with its tools compacted (`listings.mode:
+    /// compact`).
+    Compacted,
+    /// A `tools/list` result answered with the hot tools and the added
+    /// ones (`listings.mode: disclose`).
+    Disclosed,
+    /// A call of an added tool (search, describe) answered by the plugin.
+    Answered,
+    /// A call of the call tool rewritten into the real `tools/call`.
+    Rewritten,
     Passthrough(Reason),
 }
 
@@ -74,6 +88,10 @@ impl Outcome {
         Outcome::Reissued,
         Outcome::Projected,
         Outcome::Queried,
+        Outcome::Compacted,
+        Outcome::Disclosed,
+        Outcome::Answered,
+        Outcome::Rewritten,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -87,6 +105,10 @@ impl Outcome {
             Outcome::Reissued => "reissued",
             Outcome::Projected => "projected",
             Outcome::Queried => "queried",
+            Outcome::Compacted => "compacted",
+            Outcome::Disclosed => "disclosed",
+            Outcome::Answered => "answered",
+            Outcome::Rewritten => "rewritten",
             Outcome::Passthrough(_) => "passthrough",
         }
     }
@@ -108,6 +130,10 @@ impl Outcome {
             Outcome::Reissued => "mcp_toon_reissued",
             Outcome::Projected => "mcp_toon_projected",
             Outcome::Queried => "mcp_toon_queried",
+            Outcome::Compacted => "mcp_toon_compacted",
+            Outcome::Disclosed => "mcp_toon_disclosed",
+            Outcome::Answered => "mcp_toon_answered",
+            Outcome::Rewritten => "mcp_toon_rewritten",
             Outcome::Passthrough(r) => r.metric(),
         }
     }
@@ -187,6 +213,12 @@ reasons! {
     BelowMinBytes => "below_min_bytes",
     /// The text is not exactly one JSON value.
     NotJson => "not_json",
+    /// The text is no JSON but exactly a Python literal's `repr` (a
+    /// server's `str(rows)`) that could have been read as data and
+    /// encoded: `clean.python_literal` (or `clean.compact_json`, which
+    /// writes it) is off for this tool. Its bytes are what it would save
+    /// on.
+    PythonLiteralOff => "python_literal_off",
     /// The JSON is not a table (see the classifier).
     NotTabular => "not_tabular",
     /// The emission is not `min_savings_pct` smaller than the block.
@@ -252,8 +284,18 @@ reasons! {
     /// another session (or of the same call).
     LegacySlotBusy => "legacy_slot_busy",
     /// A tool that declares the intent argument itself was not recorded:
-    /// the record of its server is full.
+    /// the record of its server is full, or its server found no slot (every
+    /// slot its name may take holds another server's live record).
     ListingRecordFull => "listing_record_full",
+    /// A 2024-11-05 call took the slot of an earlier call of its own
+    /// session that was still waiting for its result: a session holds at
+    /// most `legacy_session_slots` slots. The earlier call's result is
+    /// recognised by its shape.
+    LegacySessionFull => "legacy_session_full",
+    /// The stream would have taken the bytes the VM's streams hold (with
+    /// the working memory of their stages) past `max_vm_held_bytes`: what
+    /// it held went on as it came, and the rest passed unread.
+    VmMemoryBudget => "vm_memory_budget",
     /// The host refused a call that moves bytes (a body read or write, the
     /// `content-length` of held headers): the rest of that direction passed
     /// unchanged, the bytes the plugin held first.
@@ -279,7 +321,9 @@ reasons! {
     /// passes whole.
     BudgetStructuredContent => "budget_structured_content",
     /// Budget: the pages of a cut result could not be kept in this
-    /// gateway's store (more than it holds, or no shared data).
+    /// gateway's store (more than it, or one owner's quota, holds; no room
+    /// without evicting another owner's pages within its fair share; or no
+    /// shared data).
     PageNotKept => "page_not_kept",
     /// Page tool: called without a `handle` string.
     PageMissing => "page_missing",
@@ -289,12 +333,25 @@ reasons! {
     PageUnknown => "page_unknown",
     /// Page tool: the handle's time to live has passed.
     PageExpired => "page_expired",
-    /// Page tool: the handle belongs to another MCP session or server.
+    /// Page tool: the handle belongs to another owner: another caller
+    /// (`paging.owner`: credentials, a header, auth metadata), MCP session
+    /// or server. Never served, never re-issued.
     PageForeign => "page_foreign",
     /// Page tool: calling the tool again gave a different result.
     PageChanged => "page_changed",
     /// Page tool: calling the tool again failed (status, timeout, not sent).
     PageReissueFailed => "page_reissue_failed",
+    /// Page tool: calling the tool again returned more than
+    /// `paging.max_result_bytes`; the reply was not read.
+    PageReissueTooLarge => "page_reissue_too_large",
+    /// A re-issued call that came back through the gateway's own listener
+    /// (`paging.reissue_cluster`), recognised by its mark: it passed
+    /// untouched (the stream that re-issued it runs the stages).
+    Reentrant => "reentrant",
+    /// A request carried a re-issue mark that does not verify (forged,
+    /// expired, for another call): the header was removed and the request
+    /// treated as any other.
+    ReissueMarkInvalid => "reissue_mark_invalid",
     /// Trim: the agent's query already cut the block to what it asked for.
     TrimQueryApplied => "trim_query_applied",
     /// Project: no keep or drop rule removed anything.
@@ -313,4 +370,28 @@ reasons! {
     QueryLarger => "query_larger",
     /// Query: the tool's policy does not accept queries.
     QueryOff => "query_off",
+    /// Query: evaluating it would pass its work or memory budget
+    /// (`project.query_work_*`, `project.query_memory_*`, scaled to the
+    /// block); it stopped there.
+    QueryBudget => "query_budget",
+    /// Listing: a `tools/list` result the plugin does not understand (no
+    /// `tools` array of objects each with a string `name`, two tools of one
+    /// name, a member written twice); it passed as sent.
+    ListingNotUnderstood => "listing_not_understood",
+    /// Listing: the server scope's tools pass `listings.max_tools` or
+    /// `listings.max_listing_bytes`; the listing passed as sent.
+    ListingTooLarge => "listing_too_large",
+    /// Listing: a server tool has the name of a tool the plugin adds; the
+    /// listing passed as sent.
+    ListingShadowed => "listing_shadowed",
+    /// Listing: the server scope's kept listing could not be stored in
+    /// shared data (the host refused, or another worker wrote it first).
+    CatalogNotKept => "catalog_not_kept",
+    /// Listing: an added tool was called and no kept listing of the server
+    /// scope is held here (another VM, expired, never listed): the agent
+    /// was told to list tools again.
+    CatalogMissing => "catalog_missing",
+    /// Listing: a call of an added tool the plugin refused (no `name`,
+    /// a tool the server does not have, arguments that are no object).
+    ListingCallRefused => "listing_call_refused",
 }

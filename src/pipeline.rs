@@ -47,6 +47,7 @@ use std::ops::Range;
 use serde_json::value::RawValue;
 
 use crate::config::{Header, Policy, ServerScope, Settings};
+use crate::marker;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
@@ -258,12 +259,15 @@ impl Resolved {
             p.as_ref()
                 .is_none_or(|p| p.changes_only_json() && (c.query.is_none() || !queries))
         });
+        // Python literals are data too: a text that opens as a tuple's
+        // `repr` is read where one of the calls reads them.
+        let python = policies.iter().flatten().any(|p| p.clean.reads_python());
         Self {
             policies,
-            texts: if only_json {
-                mcp::Texts::SkimNotJson
-            } else {
-                mcp::Texts::Decode
+            texts: match (only_json, python) {
+                (false, _) => mcp::Texts::Decode,
+                (true, false) => mcp::Texts::SkimNotJson,
+                (true, true) => mcp::Texts::SkimNotLiteral,
             },
         }
     }
@@ -333,8 +337,12 @@ fn read(
     }
     // An unread block is no JSON under a policy that changes only JSON:
     // it meets no stage but TOON's refusal (`Job::stages`).
+    // A lone block's compaction may wait for TOON (`Block::deferred`):
+    // with others, their records would come between its clean and TOON
+    // records.
+    let defer = blocks.len() == 1;
     for block in blocks.iter_mut().filter(|b| b.unread.is_none()) {
-        block.clean(report);
+        block.clean(report, defer);
         block.project(settings, report);
     }
     let trim = trim::plan_trim(settings, &blocks, &intents, report, random);
@@ -367,7 +375,7 @@ impl Job {
         let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
         let mut cx = PageContext {
             host: &mut host,
-            binding: [0; 8],
+            owner: &crate::page::owner::Owner::default(),
             cluster: None,
         };
         let mut toon = stage::toon::Budget::per_response();
@@ -581,38 +589,79 @@ fn encode(
     budget: &mut stage::toon::Budget,
     report: &mut Report,
 ) -> bool {
+    let keyed = !settings.marker_key.is_empty();
+    let header = block.policy.toon.header;
+    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
+    // A cap too small for the header and one row would leave an agent a
+    // marker and no data: the block goes unencoded instead.
+    let max = block.policy.clean.max_text_bytes;
+    let framing = Framing::Toon(header);
+    let fits = |emission: &str| max == 0 || clean::can_hold_first_row(emission, max, framing);
+    if std::mem::take(&mut block.deferred) {
+        // TOON reads the text as it is, measured as its compact form;
+        // when it encodes, the block's compaction is recorded as the clean
+        // stage records it, and the compact text is never made. Else the
+        // block is compacted now and goes on as any other.
+        let settings_toon = toon_settings(&block.policy.toon, None, tags_marker);
+        let encoded = stage::toon::encode_compacted(&block.text, &settings_toon);
+        match encoded.filter(|e| fits(&e.text)) {
+            Some(e) => {
+                let compact = e.replaced.len;
+                report.push(block.applied(&clean::Applied {
+                    transform: clean::Transform::CompactJson,
+                    bytes_before: block.text.len(),
+                    bytes_after: compact,
+                }));
+                report.push(block.decision(
+                    Stage::Toon,
+                    Outcome::Encoded,
+                    compact,
+                    e.text.len(),
+                    true,
+                ));
+                block.set_text(e.text);
+                block.wire = Some(e.wire);
+                block.tagged = keyed && tags_marker;
+                return true;
+            }
+            None => block.clean(report, false),
+        }
+    }
     let wire = if block.changed {
         stage::literal_len(&block.text)
     } else {
         block.span.len()
     };
-    let keyed = !settings.marker_key.is_empty();
-    let header = block.policy.toon.header;
-    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
-    let mut settings_toon = std::borrow::Cow::Borrowed(&block.policy.toon);
-    if tags_marker {
-        let marker = format!("{}{}", settings_toon.marker, crate::tag::placeholder());
-        settings_toon.to_mut().marker = std::sync::Arc::from(marker);
-    }
+    // A Python literal is encoded as the JSON it reads as, the marker
+    // saying what it was; it competes with the literal on the wire.
+    let python = block.python();
+    let settings_toon = toon_settings(
+        &block.policy.toon,
+        python.as_ref().map(|r| r.tuples),
+        tags_marker,
+    );
     let note = block.trim_note.as_deref();
-    let toon = stage::toon::encode_within(&block.text, wire, &settings_toon, budget);
+    let input = python
+        .as_ref()
+        .map_or(block.text.as_str(), |r| r.json.as_str());
+    let sizes = stage::toon::Sizes::of(input, wire);
+    let toon = stage::toon::encode_within(input, sizes, &settings_toon, budget);
     let result = toon.and_then(|emission| {
         // The note changes the text the stage measured.
         let (emission, wire) = match note {
             Some(note) => (with_note(emission.text, note, header), None),
             None => (emission.text, Some(emission.wire)),
         };
-        // A cap too small for the header and one row would leave an
-        // agent a marker and no data: the block goes unencoded instead.
-        let max = block.policy.clean.max_text_bytes;
-        let framing = Framing::Toon(header);
-        if max > 0 && !clean::can_hold_first_row(&emission, max, framing) {
+        if !fits(&emission) {
             return Err(Reason::CapTooSmall);
         }
         Ok((emission, wire))
     });
     match result {
         Ok((emission, wire)) => {
+            if let Some(read) = python {
+                block.take_python(read, report);
+            }
             block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
             block.wire = wire;
             block.tagged = keyed && (tags_marker || block.trim_note.is_some());
@@ -620,10 +669,38 @@ fn encode(
             true
         }
         Err(reason) => {
+            let reason = match (reason, python) {
+                (reason, Some(read)) => {
+                    block.python_json(read, wire, keyed, report);
+                    reason
+                }
+                (Reason::NotJson, None) => block.no_json_reason(),
+                (reason, None) => reason,
+            };
             report.push(block.passthrough(Stage::Toon, reason));
             false
         }
     }
+}
+
+/// A block's TOON settings: for a Python literal, the marker line says
+/// what the text was; with a tag, the line is sized with the tag's
+/// placeholder.
+fn toon_settings(
+    toon: &crate::config::ToonSettings,
+    python_tuples: Option<bool>,
+    tags_marker: bool,
+) -> std::borrow::Cow<'_, crate::config::ToonSettings> {
+    let mut toon = std::borrow::Cow::Borrowed(toon);
+    if let Some(tuples) = python_tuples {
+        let marker = format!("{} {}", toon.marker, marker::python_note(tuples));
+        toon.to_mut().marker = std::sync::Arc::from(marker);
+    }
+    if tags_marker {
+        let marker = format!("{}{}", toon.marker, crate::tag::placeholder());
+        toon.to_mut().marker = std::sync::Arc::from(marker);
+    }
+    toon
 }
 
 /// A TOON emission with a trimmed block's note: at the end of the marker
@@ -686,7 +763,11 @@ fn tool_call_blocks(
             continue;
         };
         let (text, layout, unread) = match read {
-            mcp::Text::Decoded { value, layout } => (value, Some(layout), None),
+            mcp::Text::Decoded {
+                value,
+                layout,
+                escapes,
+            } => (value, Some(clean::Known { layout, escapes }), None),
             mcp::Text::NotJson { len } => (String::new(), None, Some(len)),
         };
         blocks.push(Block {
@@ -695,6 +776,7 @@ fn tool_call_blocks(
             unread,
             wire: None,
             layout,
+            deferred: false,
             changed: false,
             id: call.id.clone(),
             tool: call.tool.clone(),

@@ -48,11 +48,13 @@ impl Decision {
     }
 }
 
-/// Counters of the page store: pages written, evicted to make room, and
-/// emptied after their time to live.
-pub const STORE_COUNTERS: [&str; 3] = [
+/// Counters of the page store: pages written, evicted to make room (of
+/// those, pages of another owner past its fair share), and emptied after
+/// their time to live.
+pub const STORE_COUNTERS: [&str; 4] = [
     "mcp_toon_page_stored",
     "mcp_toon_page_evicted",
+    "mcp_toon_page_evicted_over_share",
     "mcp_toon_page_expired",
 ];
 /// Gauges of the page store: bytes and pages held (all workers).
@@ -64,12 +66,17 @@ pub const BYTES_AFTER: &str = "mcp_toon_bytes_after";
 impl crate::page::store::Figures {
     /// The counters these figures move, with their amounts.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
-        [self.stored, self.evicted, self.expired]
-            .into_iter()
-            .zip(STORE_COUNTERS)
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, c)| (c, n))
-            .collect()
+        [
+            self.stored,
+            self.evicted,
+            self.evicted_over_share,
+            self.expired,
+        ]
+        .into_iter()
+        .zip(STORE_COUNTERS)
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, c)| (c, n))
+        .collect()
     }
 
     /// The gauges these figures set.

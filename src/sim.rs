@@ -3,8 +3,8 @@
 //! replies), on the in-memory host, so tests, fuzz targets and benchmarks
 //! exercise the whole stream logic — the driver included — without a
 //! proxy. Host calls can be refused on demand ([`Script::refuse`]). A
-//! request the driver answers itself (a local reply: the page tool) never
-//! reaches the server, and no response is played.
+//! request the driver answers itself (a local reply: the page tool), or
+//! closes, never reaches the server, and no response is played.
 //! Compiled for tests and with the `sim` feature.
 
 use std::collections::HashSet;
@@ -132,7 +132,9 @@ impl<'a> Script<'a> {
         }
         // A call the request made (a page call's re-issued tool call).
         answer(&mut host, &mut driver, &mut answered, reply);
-        if host.local_reply.is_some() {
+        // Answered, or closed (a page call the host would not let the
+        // plugin answer): nothing reaches the server.
+        if host.local_reply.is_some() || host.closed.is_some() {
             host.end(&mut driver);
             return self.transcript(host, driver, false);
         }

@@ -588,12 +588,12 @@ fn measure_shows_what_a_budget_cuts() {
 }
 
 /// The CLI goes through the gates the plugin does: a body past
-/// `max_body_bytes` passes whole, as in Envoy, counted
+/// `max_response_bytes` passes whole, as in Envoy, counted
 /// `response_too_large`, and measures as unchanged.
 #[test]
-fn measure_passes_a_body_past_max_body_bytes_as_the_plugin_does() {
+fn measure_passes_a_body_past_max_response_bytes_as_the_plugin_does() {
     let config = temp("small-body.json");
-    std::fs::write(&config, r#"{"max_body_bytes":1024}"#).unwrap();
+    std::fs::write(&config, r#"{"max_response_bytes":1024}"#).unwrap();
     let m = measure_json(&["--config", config.to_str().unwrap()]);
     let p = payload(&m, "tabular-list.json");
     let rows = p["rows"].as_array().unwrap();

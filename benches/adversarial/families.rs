@@ -355,6 +355,64 @@ fn toon_wide_envelope(n: usize) -> Case {
     text_result(&grown(rows, n, |i| format!(",\"k{i}\":{i}"), "}"))
 }
 
+fn toon_near_tables(n: usize) -> Case {
+    // Very many arrays of three rows (`min_rows` is 4) below the root, each
+    // in an envelope of its own: the search for a table anywhere checks
+    // every one, and finds none.
+    let part = |i: usize| {
+        let comma = if i > 0 { "," } else { "" };
+        format!("{comma}{{\"s\":{{\"rows\":[{{\"a\":{i},\"b\":1}},{{\"a\":2,\"b\":2}},{{\"a\":3,\"b\":3}}]}}}}")
+    };
+    text_result(&grown("{\"data\":[", n, part, "]}"))
+}
+
+fn toon_nested_row_groups(n: usize) -> Case {
+    // Rows whose field groups hold arrays of rows, themselves tables: each
+    // array read once by the search, never once per level above it.
+    let row = |i: usize| {
+        let comma = if i > 0 { "," } else { "" };
+        format!(
+            "{comma}{{\"id\":{i},\"g\":{{\"items\":[{{\"a\":1}},{{\"a\":2}},{{\"a\":3}},{{\"a\":4}}]}}}}"
+        )
+    };
+    text_result(&grown("{\"ok\":true,\"data\":{\"rows\":[", n, row, "]}}"))
+}
+
+fn toon_deep_envelope(n: usize) -> Case {
+    // A table 90 objects deep (within the fast parser's bound of 100
+    // levels), each level with a near table beside it.
+    let mut s = String::new();
+    for i in 0..90 {
+        s.push_str(&format!("{{\"near{i}\":[{{\"a\":1}},{{\"a\":2}}],\"l\":"));
+    }
+    let rows = grown(
+        "[",
+        n.saturating_sub(s.len()),
+        |i| format!("{{\"id\":{i},\"name\":\"user-{i}\"}},"),
+        "{\"id\":0,\"name\":\"x\"}]",
+    );
+    s.push_str(&rows);
+    s.push_str(&"}".repeat(90));
+    text_result(&s)
+}
+
+fn toon_pretty_table(n: usize) -> Case {
+    // A table written with `JSON.stringify(rows, null, 2)`: the fast path
+    // reads it with its whitespace (issue 39).
+    let row = |i: usize| {
+        format!(
+            "  {{\n    \"id\": {i},\n    \"name\": \"user-{i}\",\n    \"active\": {}\n  }},\n",
+            i % 2 == 0
+        )
+    };
+    text_result(&grown(
+        "[\n",
+        n,
+        row,
+        "  {\n    \"id\": 0,\n    \"name\": \"x\",\n    \"active\": true\n  }\n]",
+    ))
+}
+
 fn json_escapes(n: usize) -> Case {
     let inner = repeat("\\u00e9\\n\\\"", n);
     text_result(&format!("[\"{inner}\"]"))
@@ -427,9 +485,11 @@ fn toon_group_rows(n: usize) -> Case {
 }
 
 fn toon_sparse_rows(n: usize) -> Case {
-    // Every tenth row lacks a key: the fast path leaves the table to the
-    // generic one (toon-format, 1-2 µs per byte).
-    let mut s = String::from("[");
+    // Every tenth row lacks a key, and beside the rows an array nests past
+    // the fast parser's bound (100 levels): the fast path leaves the table
+    // to the generic one (toon-format, 1-2 µs per byte).
+    let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
+    let mut s = format!("{{\"deep\":{deep},\"rows\":[");
     let mut i = 0;
     while s.len() < n {
         if i % 10 == 9 {
@@ -441,7 +501,7 @@ fn toon_sparse_rows(n: usize) -> Case {
         }
         i += 1;
     }
-    s.push_str("{\"id\":0,\"name\":\"x\",\"tag\":\"t\"}]");
+    s.push_str("{\"id\":0,\"name\":\"x\",\"tag\":\"t\"}]}");
     text_result(&s)
 }
 
@@ -779,10 +839,330 @@ fn project_query(n: usize) -> Case {
     )
 }
 
+/// The attack of issue 37: each `to_array(@)|to_string(@)` escapes the
+/// previous text again, doubling it; 24 steps would take terabytes. The
+/// static bound refuses it before the block is read.
+fn query_doubling(n: usize) -> Case {
+    projected(
+        &api_rows(n),
+        Some(&vec!["to_array(@)|to_string(@)"; 24].join("|")),
+    )
+}
+
+/// One step of it, which the bound accepts: the whole block's text,
+/// escaped again, counted and charged before it is written.
+fn query_to_string(n: usize) -> Case {
+    projected(&api_rows(n), Some("to_array(@)|to_string(@)"))
+}
+
+/// A multi-select of 24 copies, flattened and filtered: 24 references
+/// and 24 filter runs per row (the static bound accepts 24, not 26).
+fn query_wide_select(n: usize) -> Case {
+    let copies = vec!["@"; 24].join(",");
+    projected(
+        &api_rows(n),
+        Some(&format!("length([{copies}][] | [?id > `10`])")),
+    )
+}
+
+/// Rows whose sort keys share a long prefix: every comparison reads it.
+fn query_sort(n: usize) -> Case {
+    let prefix = "k".repeat(200);
+    let mut rows = Vec::new();
+    let mut size = 2;
+    let mut i = 0u64;
+    while size < n {
+        // Keys in a scrambled order, so the sort has work to do.
+        let key = format!("{prefix}{:08}", i.wrapping_mul(2_654_435_761) % 100_000_000);
+        let row = json!({"id": i, "key": key});
+        size += row.to_string().len() + 1;
+        rows.push(row);
+        i += 1;
+    }
+    projected(
+        &serde_json::Value::Array(rows).to_string(),
+        Some("sort_by([@,@][], &key)[:3].id"),
+    )
+}
+
+/// Deep equality of values built apart: every row compared member by
+/// member with a copy of itself.
+fn query_equal(n: usize) -> Case {
+    projected(
+        &api_rows(n),
+        Some("length([*].{i: id, o: owner, l: labels} == [*].{i: id, o: owner, l: labels} && [?contains([owner], owner)])"),
+    )
+}
+
 fn budget_lines(n: usize) -> Case {
     budgeted(vec![
         json!({"type": "text", "text": repeat("a line of a log\n", n)}),
     ])
+}
+
+/// `str(rows)` of database rows to about `n` bytes: `mcp-server-sqlite`'s
+/// answer, read as a Python literal and encoded as TOON.
+fn py_rows(n: usize) -> Case {
+    let mut out = String::from("[");
+    let mut i = 0;
+    while out.len() < n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!(
+            "{{'id': {i}, 'name': 'Customer {i}', 'score': {}.5, 'ok': True, 'note': None}}",
+            i % 9
+        ));
+        i += 1;
+    }
+    out.push(']');
+    text_result(&out)
+}
+
+fn py_near_miss(n: usize) -> Case {
+    // Read to its last byte, then refused: no `repr` ends so.
+    let Case { response, .. } = py_rows(n);
+    let v: serde_json::Value = serde_json::from_slice(&response).unwrap();
+    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+    text_result(&format!("{}}}", &text[..text.len() - 1]))
+}
+
+fn py_deep_tuples(n: usize) -> Case {
+    // Past the nesting bound at once; the skim reads it whole first.
+    text_result(&repeat("(", n))
+}
+
+fn py_many_keys(n: usize) -> Case {
+    // One dict: its keys checked with a hash set.
+    let mut out = String::from("{");
+    let mut i = 0;
+    while out.len() < n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!("'key {i}': True"));
+        i += 1;
+    }
+    out.push('}');
+    text_result(&out)
+}
+
+fn py_varying_keys(n: usize) -> Case {
+    // Dicts of 16 keys, each set new: pairwise checks, no row alike.
+    let mut rows = Vec::new();
+    let mut size = 0;
+    let mut i = 0;
+    while size < n {
+        let keys: Vec<String> = (0..16)
+            .map(|k| format!("'k{}': None", i * 16 + k))
+            .collect();
+        let row = format!("{{{}}}", keys.join(", "));
+        size += row.len() + 2;
+        rows.push(row);
+        i += 1;
+    }
+    text_result(&format!("[{}]", rows.join(", ")))
+}
+
+fn py_escapes(n: usize) -> Case {
+    text_result(&format!("['{}', None]", repeat("\\x00\\u200b\\n", n)))
+}
+
+fn py_floats(n: usize) -> Case {
+    // Each float's shortest spelling checked.
+    let mut out = String::from("[True");
+    let mut i: u64 = 1;
+    while out.len() < n {
+        out.push_str(", ");
+        mcp_toon::json::python::repr_float(1.0 / i as f64, &mut out);
+        i += 1;
+    }
+    out.push(']');
+    text_result(&out)
+}
+
+fn py_unicode(n: usize) -> Case {
+    // Characters past ASCII, each looked up as printable.
+    text_result(&format!(
+        "['{}', None]",
+        repeat("Zażółć gęślą jaźń 中文 ", n)
+    ))
+}
+
+/// Content types of cases that call a listing function of the core
+/// directly (src/listing/, not yet wired into the exchange): `response` is
+/// the function's input, `request` a query where one is needed.
+pub const LISTING_COMPACT: &str = "x-mcp-toon/listing-compact";
+pub const LISTING_SEARCH: &str = "x-mcp-toon/listing-search";
+pub const LISTING_REWRITE: &str = "x-mcp-toon/listing-rewrite";
+
+const NAMES: mcp_toon::listing::Names<'static> = mcp_toon::listing::Names {
+    search: "mcp_toon_search_tools",
+    call: "mcp_toon_call_tool",
+    describe: "mcp_toon_describe",
+};
+
+/// Runs a listing case; `None` for an exchange.
+pub fn direct(case: &Case) -> Option<String> {
+    use mcp_toon::config::Level;
+    use mcp_toon::listing::{self, Catalog, Compaction, Index, Limits, Query, Rewrite};
+    let text = std::str::from_utf8(&case.response).ok()?;
+    let how = Compaction {
+        level: Level::High,
+        max_description_bytes: 120,
+    };
+    match case.content_type {
+        LISTING_COMPACT => {
+            let describe = listing::describe_tool(NAMES);
+            let out = listing::compact_listing(text, how, &[&describe]);
+            Some(format!("compact:{}", out.map_or(0, |o| o.len())))
+        }
+        LISTING_SEARCH => {
+            let mut catalog = Catalog::default();
+            let limits = Limits {
+                max_tools: 1 << 20,
+                max_bytes: 1 << 30,
+            };
+            catalog.add_page(text, limits).ok()?;
+            let index = Index::new(&catalog);
+            let query = std::str::from_utf8(&case.request).ok()?;
+            let hits = index.search(&Query::new(query), 5);
+            let answer = listing::search_answer(&catalog, &index, query, 5, how);
+            Some(format!("search:{}:{}", hits.len(), answer.len()))
+        }
+        LISTING_REWRITE => Some(match listing::rewrite_call(&case.response, NAMES) {
+            Rewrite::Rewritten { body, .. } => format!("rewritten:{}", body.len()),
+            Rewrite::Refused(_) => "refused".into(),
+            Rewrite::Pass => "pass".into(),
+        }),
+        _ => None,
+    }
+}
+
+/// A `tools/list` result of `count` tools made by `tool`.
+fn listing(count: usize, tool: impl Fn(usize) -> serde_json::Value) -> String {
+    let tools: Vec<_> = (0..count.max(1)).map(tool).collect();
+    json!({ "tools": tools }).to_string()
+}
+
+fn listing_case(content_type: &'static str, request: &str, result: String) -> Case {
+    Case {
+        request: request.as_bytes().to_vec(),
+        content_type,
+        response: result.into_bytes(),
+    }
+}
+
+/// A tool as real servers write them (zod-to-json-schema's noise, two
+/// sentences, described arguments).
+fn real_tool(i: usize) -> serde_json::Value {
+    json!({"name": format!("create_item_{i}"), "title": "Create item",
+           "description": "Create a new item in a repository. Labels and assignees are optional.",
+           "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                           "properties": {"owner": {"type": "string", "description": "Repository owner"},
+                                          "labels": {"type": "array", "items": {"type": "string"}, "description": "Labels", "default": []}},
+                           "required": ["owner"], "additionalProperties": false},
+           "annotations": {"readOnlyHint": false}})
+}
+
+fn listing_compact_many_tools(n: usize) -> Case {
+    listing_case(LISTING_COMPACT, "", listing(n / 480, real_tool))
+}
+
+fn listing_compact_deep_schemas(n: usize) -> Case {
+    // Schemas nested 100 deep (serde_json reads 128), alternating the
+    // keywords that hold schemas, each level with noise to drop.
+    let depth = 100;
+    let mut schema = json!({"type": "string", "title": "leaf"});
+    for d in 0..depth {
+        schema = match d % 4 {
+            0 => json!({"type": "object", "title": "t", "properties": {"a": schema}}),
+            1 => json!({"type": "array", "description": "d", "items": schema}),
+            2 => json!({"anyOf": [schema, {"type": "null"}], "default": null}),
+            _ => json!({"allOf": [schema], "examples": [1]}),
+        };
+    }
+    let size = schema.to_string().len();
+    listing_case(
+        LISTING_COMPACT,
+        "",
+        listing(
+            n / size,
+            |i| json!({"name": format!("deep_{i}"), "inputSchema": {"type": "object", "properties": {"x": schema}}}),
+        ),
+    )
+}
+
+fn listing_compact_long_description(n: usize) -> Case {
+    // No sentence ends: abbreviations and stops before lower case only.
+    let text = repeat("see e.g. this. and more words ", n);
+    listing_case(
+        LISTING_COMPACT,
+        "",
+        listing(1, |_| json!({"name": "long", "description": text})),
+    )
+}
+
+fn listing_compact_many_refs(n: usize) -> Case {
+    // A chain of definitions, each referring to the next, and as many
+    // that nothing refers to.
+    let count = n / 90;
+    let mut defs = serde_json::Map::new();
+    for i in 0..count {
+        defs.insert(
+            format!("d{i}"),
+            json!({"$ref": format!("#/$defs/d{}", i + 1), "description": "x"}),
+        );
+        defs.insert(
+            format!("u{i}"),
+            json!({"type": "string", "title": "unused"}),
+        );
+    }
+    defs.insert(format!("d{count}"), json!({"type": "string"}));
+    let schema =
+        json!({"$defs": defs, "type": "object", "properties": {"p": {"$ref": "#/$defs/d0"}}});
+    listing_case(
+        LISTING_COMPACT,
+        "",
+        listing(1, |_| json!({"name": "refs", "inputSchema": schema})),
+    )
+}
+
+fn listing_search_many_tools(n: usize) -> Case {
+    listing_case(
+        LISTING_SEARCH,
+        "create a new item with labels",
+        listing(n / 480, real_tool),
+    )
+}
+
+fn listing_search_long_fields(n: usize) -> Case {
+    // Ten tools with long descriptions and names of many words; the query
+    // as long as a query may be.
+    let words = repeat("alpha beta gamma delta ", n / 10);
+    let query = repeat("gamma delta epsilon ", 4096);
+    listing_case(
+        LISTING_SEARCH,
+        &query,
+        listing(
+            10,
+            |i| json!({"name": format!("tool_{i}_{}", "aB".repeat(50)), "description": words}),
+        ),
+    )
+}
+
+fn listing_rewrite_call(n: usize) -> Case {
+    let arguments: serde_json::Map<String, serde_json::Value> = (0..n / 20)
+        .map(|i| (format!("k{i}"), json!("value")))
+        .collect();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "mcp_toon_call_tool", "arguments": {"name": "real", "arguments": arguments},
+                                 "_meta": {"progressToken": 1}}});
+    Case {
+        request: Vec::new(),
+        content_type: LISTING_REWRITE,
+        response: body.to_string().into_bytes(),
+    }
 }
 
 macro_rules! families {
@@ -837,6 +1217,10 @@ families! {
     toon_tiny_rows: "TOON: very many tiny rows",
     toon_wide_rows: "TOON: rows of very many keys",
     toon_wide_envelope: "TOON: one table among very many members",
+    toon_near_tables: "TOON: very many nested arrays a row short of a table",
+    toon_nested_row_groups: "TOON: tables in the field groups of a table's rows",
+    toon_deep_envelope: "TOON: a table 90 envelopes deep, near tables beside",
+    toon_pretty_table: "TOON: a table written pretty (indent 2)",
     toon_reordered_keys: "TOON: a field group's keys in opposite orders",
     toon_near_keys: "TOON: keys that almost collide",
     toon_group_rows: "TOON: field groups in changing key order",
@@ -862,8 +1246,28 @@ families! {
     budget_lines: "budget: text cut into pages of lines",
     budget_batch: "budget: a batch of many results over budget",
     listing_many_tools: "listing: very many tools annotated",
+    listing_compact_many_tools: "listings: compact a listing of very many tools",
+    listing_compact_deep_schemas: "listings: compact schemas nested 100 deep",
+    listing_compact_long_description: "listings: one description without a sentence end",
+    listing_compact_many_refs: "listings: a chain of $defs and as many unused",
+    listing_search_many_tools: "listings: index and search very many tools",
+    listing_search_long_fields: "listings: long descriptions, the longest query",
+    listing_rewrite_call: "listings: rewrite a call with very many arguments",
     result_many_changed_items: "response: many content items, each changed",
     project_rules: "project: operator rules over API rows",
     project_rules_deep: "project: `**` rules over deep nesting",
     project_query: "project: an agent query over API rows",
+    py_rows: "Python literal: str(rows) of a table (scale)",
+    py_near_miss: "Python literal: rows refused at the last byte",
+    py_deep_tuples: "Python literal: nested tuples past the bound",
+    py_many_keys: "Python literal: one dict of very many keys",
+    py_varying_keys: "Python literal: dicts of 16 keys, each set new",
+    py_escapes: "Python literal: a string of escapes",
+    py_floats: "Python literal: floats in shortest spelling",
+    py_unicode: "Python literal: a string past ASCII",
+    query_doubling: "query: to_array(@)|to_string(@) 24 times (issue 37)",
+    query_to_string: "query: the whole block's text, escaped again",
+    query_wide_select: "query: a multi-select of 24 copies, flattened",
+    query_sort: "query: sort_by on keys sharing a 200-byte prefix",
+    query_equal: "query: deep equality of rows built apart",
 }

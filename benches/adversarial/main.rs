@@ -5,10 +5,10 @@
 //! `src/sim.rs`: request, response headers, body in 16 KiB chunks).
 //!
 //! The plugin runs with every clean transform opted in (HTML → Markdown,
-//! base64, whitespace, nulls) and `max_body_bytes`/`max_event_bytes` raised
-//! to 4 MiB so that 1 MiB payloads (larger once JSON-escaped) are examined
+//! base64, whitespace, nulls) and `max_response_bytes`/`max_event_bytes` at
+//! 4 MiB so that 1 MiB payloads (larger once JSON-escaped) are examined
 //! rather than passed as too large; `-- --default` runs the default
-//! configuration instead.
+//! configuration instead (which reads results up to 16 MiB).
 //!
 //! For each family it prints the time per exchange at 128 KiB, 256 KiB,
 //! 512 KiB and 1 MiB and the largest ratio between two doublings, and exits
@@ -30,7 +30,8 @@
 //! bench`). Arguments after `--`: words that select families by name
 //! (`html`, `b64_lines`), `--quick` (fewer runs), `--default`, `--cap SECS`,
 //! `--runs N`, `--limit RATIO`, `--list` (the families and what each
-//! attacks), `--once KIB` (one untimed exchange of each family named
+//! attacks), `--large` (the families at 2 to 16 MiB, the sizes of database
+//! results, timed only), `--once KIB` (one untimed exchange of each family named
 //! exactly, at that size: what the instruction count runs, e.g. `valgrind
 //! --tool=callgrind --toggle-collect=adversarial::exchange BENCH --once 512
 //! json_deep`).
@@ -52,6 +53,9 @@ use mcp_toon::Settings;
 use families::{Case, Family};
 
 const SIZES: [usize; 4] = [128 << 10, 256 << 10, 512 << 10, 1 << 20];
+/// `--large`: the sizes database tools answer with (issue 39), up to the
+/// 16 MiB the plugin reads at its defaults (`max_response_bytes`).
+const LARGE_SIZES: [usize; 4] = [2 << 20, 4 << 20, 8 << 20, 16 << 20];
 
 /// Largest accepted t(2n) / t(n) (`--limit` overrides it, to try the
 /// instruction counts on families that pass by time).
@@ -65,13 +69,16 @@ const TRANSFORMS_ON: &str = r#"{
             "remove_nulls": true, "compact_json": true},
   "trim": {"enabled": false},
   "max_body_bytes": 4194304,
+  "max_response_bytes": 4194304,
   "max_event_bytes": 4194304,
+  "paging": {"max_result_bytes": 16777216},
   "annotate_tools": true,
   "tools": {"budgeted": {"budget": {"tokens": 200}},
             "projected": {"project": {"drop": ["**.url", "[].node_id", "[].owner.avatar_url"], "queries": true}}}
 }"#;
 
-const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_event_bytes": 4194304,
+const DEFAULTS: &str = r#"{"max_body_bytes": 4194304, "max_response_bytes": 16777216,
+  "max_event_bytes": 16777216, "paging": {"max_result_bytes": 16777216},
   "tools": {"budgeted": {"budget": {"tokens": 200}},
             "projected": {"project": {"drop": ["**.url", "[].node_id", "[].owner.avatar_url"], "queries": true}}}}"#;
 
@@ -87,6 +94,8 @@ struct Options {
     /// `--once KIB`: one untimed exchange at that size of each family whose
     /// name is a filter word.
     once: Option<usize>,
+    /// `--large`: the sizes of database results instead, [`LARGE_SIZES`].
+    large: bool,
 }
 
 impl Options {
@@ -98,6 +107,7 @@ impl Options {
             limit: MAX_RATIO,
             config: TRANSFORMS_ON,
             once: None,
+            large: false,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -113,6 +123,7 @@ impl Options {
                 "--default" => o.config = DEFAULTS,
                 "--cap" => o.cap = args.next().and_then(|v| v.parse().ok()).unwrap(),
                 "--once" => o.once = args.next().and_then(|v| v.parse().ok()),
+                "--large" => o.large = true,
                 "--limit" => o.limit = args.next().and_then(|v| v.parse().ok()).unwrap(),
                 "--runs" => o.runs = args.next().and_then(|v| v.parse().ok()).unwrap(),
                 other => o.filters.push(other.to_string()),
@@ -147,6 +158,9 @@ fn no_callout(_: &LlmRequest) -> LlmReply {
 /// (work.rs).
 #[inline(never)]
 fn exchange(settings: &Arc<Settings>, case: &Case) -> String {
+    if let Some(out) = families::direct(case) {
+        return out;
+    }
     let out = sim::run(
         Arc::clone(settings),
         &case.request,
@@ -270,8 +284,75 @@ fn by_work(family: &str, k: usize, slowest: Option<f64>, default: bool) -> (Stri
     }
 }
 
+/// `--large`: each selected family at [`LARGE_SIZES`] (every limit raised
+/// past them), its time per doubling; a doubling over the limit is measured
+/// again and fails only if it is over every time. No instruction count:
+/// valgrind at 16 MiB takes too long to be worth it here.
+fn large(opts: &Options) {
+    // The configuration's limits raised to 64 MiB (past the largest case
+    // once escaped into a JSON string).
+    let config = opts
+        .config
+        .replace("4194304", "67108864")
+        .replace("16777216", "67108864");
+    let settings = Arc::new(Settings::from_json(&config).unwrap());
+    println!(
+        "adversarial --large: median of {} runs per size; fail above {}x per doubling",
+        opts.runs, opts.limit
+    );
+    println!(
+        "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6}  outcome at 16 MiB",
+        "family", "2 MiB", "4 MiB", "8 MiB", "16 MiB", "ratio"
+    );
+    let mut failed = Vec::new();
+    for family in families::ALL.iter().filter(|f| opts.selects(f)) {
+        let cases: Vec<Case> = LARGE_SIZES.iter().map(|&n| (family.make)(n)).collect();
+        let mut times = measure(&settings, &cases, opts.runs, opts.cap * 16.0);
+        for k in 0..LARGE_SIZES.len() - 1 {
+            if ratios(&times)[k].is_some_and(|r| r > opts.limit) {
+                let again = measure(&settings, &cases[k..k + 2], opts.runs, opts.cap * 16.0);
+                if let (Some(a), Some(b)) = (again[0], again[1]) {
+                    if b / a < ratios(&times)[k].unwrap_or(f64::MAX) {
+                        times[k] = Some(a);
+                        times[k + 1] = Some(b);
+                    }
+                }
+            }
+        }
+        let rs = ratios(&times);
+        let ok = rs.iter().all(|r| r.is_some_and(|r| r <= opts.limit));
+        let worst = rs.iter().flatten().copied().fold(0.0f64, f64::max);
+        let outcome = cases
+            .last()
+            .map(|c| exchange(&settings, c))
+            .unwrap_or_default();
+        println!(
+            "{:<26} {:>10} {:>10} {:>10} {:>10} {:>6.2}  {}{}",
+            family.name,
+            show(times[0]),
+            show(times[1]),
+            show(times[2]),
+            show(times[3]),
+            worst,
+            outcome,
+            if ok { "" } else { "   <-- NOT LINEAR" }
+        );
+        if !ok {
+            failed.push(family.name);
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!("not linear at the large sizes: {}", failed.join(", "));
+        std::process::exit(1);
+    }
+}
+
 fn main() {
     let opts = Options::parse();
+    if opts.large {
+        large(&opts);
+        return;
+    }
     let settings = Arc::new(Settings::from_json(opts.config).unwrap());
     if let Some(kib) = opts.once {
         for family in families::ALL.iter().filter(|f| opts.selects(f)) {

@@ -95,6 +95,7 @@ extern "C" {
         cas: u32,
     ) -> u32;
     fn proxy_continue_stream(stream: u32) -> u32;
+    fn proxy_close_stream(stream: u32) -> u32;
     fn proxy_get_header_map_pairs(kind: u32, data: *mut *mut u8, size: *mut usize) -> u32;
     fn proxy_send_local_response(
         status: u32,
@@ -439,6 +440,17 @@ pub fn resume(direction: crate::host::Direction) -> HostResult<()> {
     };
     // SAFETY: no pointers.
     status(unsafe { proxy_continue_stream(stream) })
+}
+
+/// Ends the stream (ABI `close_stream`, 0: the request side; Envoy resets
+/// the stream).
+pub fn close(direction: crate::host::Direction) -> HostResult<()> {
+    let stream = match direction {
+        crate::host::Direction::Request => 0,
+        crate::host::Direction::Response => 1,
+    };
+    // SAFETY: no pointers.
+    status(unsafe { proxy_close_stream(stream) })
 }
 
 pub fn now() -> SystemTime {

@@ -134,6 +134,10 @@ impl Host for Envoy {
         Ok(())
     }
 
+    fn close(&mut self, direction: Direction) -> HostResult<()> {
+        abi::close(direction)
+    }
+
     fn send_local_response(
         &mut self,
         status: u16,

@@ -9,6 +9,14 @@ use super::host::{Envoy, Metrics};
 use crate::config::Settings;
 use crate::driver::{self, Driver, Vm};
 
+thread_local! {
+    /// The VM's shared state: one per worker thread (each Envoy worker
+    /// runs its own VM), shared by every root context (plugin
+    /// configuration) it serves, so the memory budget counts every stream
+    /// of the VM's memory, whichever configuration it runs under.
+    static VM: Rc<Vm> = Rc::default();
+}
+
 #[derive(Default)]
 pub struct Root {
     /// The root context's id: plugin-wide host calls address it.
@@ -51,6 +59,7 @@ impl Root {
     pub fn new(id: u32) -> Self {
         Root {
             id,
+            vm: VM.with(Rc::clone),
             ..Root::default()
         }
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::capture::{self, Kind};
+use super::listing::{self, ListingReport};
 use super::tokens::Tokenizer;
 use crate::config::{Settings, StreamInfo};
 use crate::driver::MemoryHost;
@@ -116,6 +117,10 @@ pub struct PayloadReport {
     pub kind: Kind,
     pub rows: Vec<Row>,
     pub totals: Totals,
+    /// A captured `tools/list` result (every response of the payload one):
+    /// what `listings` would make of it, instead of rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing: Option<ListingReport>,
 }
 
 /// Everything `mcp-toon measure` prints.
@@ -156,6 +161,15 @@ pub fn measure_payload(
     payload: &Payload,
 ) -> PayloadReport {
     let captured = capture::bodies(&payload.bytes);
+    if let Some(report) = measure_listing(settings, target, tokenizer, &captured) {
+        return PayloadReport {
+            payload: payload.name.clone(),
+            kind: captured.kind,
+            rows: Vec::new(),
+            totals: Totals::default(),
+            listing: Some(report),
+        };
+    }
     let mut rows = Vec::new();
     for body in &captured.bodies {
         rows.extend(measure_body(settings, target, tokenizer, body));
@@ -169,7 +183,34 @@ pub fn measure_payload(
         kind: captured.kind,
         rows,
         totals,
+        listing: None,
     }
+}
+
+/// A payload that is a captured `tools/list` (one JSON-RPC body, every
+/// response a listing), measured with the `listings` policy of the
+/// target's server scope.
+fn measure_listing(
+    settings: &Settings,
+    target: &Target,
+    tokenizer: &Tokenizer,
+    captured: &capture::Bodies,
+) -> Option<ListingReport> {
+    if captured.kind != Kind::JsonRpc {
+        return None;
+    }
+    let [body] = captured.bodies.as_slice() else {
+        return None;
+    };
+    let results = listing::results(std::str::from_utf8(body).ok()?)?;
+    let policy = settings.listing_policy(settings.server_for(&target.stream));
+    listing::measure(
+        &results,
+        &settings.listings,
+        &policy.hot,
+        policy.max_description_bytes,
+        tokenizer,
+    )
 }
 
 /// Runs one response body through the plugin's driver on the in-memory

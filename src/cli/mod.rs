@@ -8,6 +8,7 @@
 
 pub mod capture;
 mod html;
+pub mod listing;
 pub mod measure;
 mod text;
 pub mod tokens;

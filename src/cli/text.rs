@@ -1,5 +1,6 @@
 //! The plain-text table `mcp-toon measure` prints by default.
 
+use super::listing::ListingReport;
 use super::measure::{Measurement, Totals};
 
 /// `before -> after (±p%)`; the percentage only when `before` is not zero.
@@ -30,7 +31,7 @@ pub fn render(m: &Measurement) -> String {
     ];
     let mut lines: Vec<[String; 7]> = Vec::new();
     for p in &m.payloads {
-        if p.rows.is_empty() {
+        if p.rows.is_empty() && p.listing.is_none() {
             lines.push([
                 p.payload.clone(),
                 "-".into(),
@@ -88,7 +89,82 @@ pub fn render(m: &Measurement) -> String {
     }
     out.push_str(&totals_line(m.payloads.len(), &m.totals, m.tokenizer));
     out.push('\n');
+    out.push_str(&listings(m));
     out
+}
+
+/// The `tools/list` captures among the payloads: tokens as sent, compact
+/// at each level and disclosed, then their totals.
+fn listings(m: &Measurement) -> String {
+    let reports: Vec<(&str, &ListingReport)> = m
+        .payloads
+        .iter()
+        .filter_map(|p| Some((p.payload.as_str(), p.listing.as_ref()?)))
+        .collect();
+    if reports.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<[String; 7]> = vec![[
+        "LISTING".into(),
+        "TOOLS".into(),
+        "SENT".into(),
+        "LIGHT".into(),
+        "MEDIUM".into(),
+        "HIGH".into(),
+        "DISCLOSED".into(),
+    ]];
+    let mut total = [0usize; 6];
+    let mut tools = 0;
+    for (name, r) in &reports {
+        let figures = [
+            r.sent.tokens,
+            r.light.tokens,
+            r.medium.tokens,
+            r.high.tokens,
+            r.disclosed.tokens,
+        ];
+        tools += r.tools;
+        for (t, f) in total.iter_mut().zip(figures) {
+            *t += f;
+        }
+        rows.push(listing_row(name, r.tools, &figures));
+    }
+    let sums = [total[0], total[1], total[2], total[3], total[4]];
+    rows.push(listing_row("TOTAL", tools, &sums));
+    let mut widths = [0usize; 7];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = format!("\n{} tokens of tools/list results (the `listings` section; hot tools: the configuration's)\n", m.tokenizer);
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn listing_row(name: &str, tools: usize, figures: &[usize; 5]) -> [String; 7] {
+    let sent = figures[0];
+    let cell = |after: usize| match percent(sent, after) {
+        Some(p) => format!("{after} ({p})"),
+        None => after.to_string(),
+    };
+    [
+        name.to_string(),
+        tools.to_string(),
+        sent.to_string(),
+        cell(figures[1]),
+        cell(figures[2]),
+        cell(figures[3]),
+        cell(figures[4]),
+    ]
 }
 
 /// `TOTAL: 7 payloads, 9 blocks, 2 changed; bytes a -> b (p); o200k_base tokens c -> d (q)`.

@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 
+use super::secret::{self, Environ, Written};
 use super::ConfigError;
 
 /// One layer's `budget` as written: tokens or bytes, one of them.
@@ -117,9 +118,114 @@ pub struct PagingSection {
     pub ttl_s: Option<u64>,
     pub store_bytes: Option<u64>,
     pub store_pages: Option<u64>,
+    pub owner_bytes: Option<u64>,
+    pub owner_pages: Option<u64>,
     pub max_result_bytes: Option<u64>,
-    pub key: Option<String>,
+    /// A secret, or a list of them (rotation): [`super::secret`].
+    pub key: Option<Written>,
     pub reissue_timeout_ms: Option<u64>,
+    /// `{"from": …}`, read by [`owner_source`] (a derive would cost the
+    /// module more than the few lines that read it).
+    pub owner: Option<Box<serde_json::value::RawValue>>,
+    pub reissue_cluster: Option<String>,
+}
+
+/// Whose pages a page call may fetch: the identity of the caller a result
+/// was cut for, which a page call must show again (README "Budgets and
+/// pages", "Who a page belongs to").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OwnerSource {
+    /// The request's credentials: `authorization` and `cookie` (every value
+    /// of each, in order), hashed.
+    #[default]
+    Credentials,
+    /// One request header, set by an authentication filter before the
+    /// plugin (and stripped from clients by it); lowercase.
+    Header(String),
+    /// Dynamic metadata an authentication filter set: the property
+    /// `metadata.filter_metadata.<path…>` (jwt_authn's `payload_in_metadata`,
+    /// ext_authz's `dynamic_metadata`).
+    Metadata(Vec<String>),
+    /// No identity: pages are bound to the session and the server only.
+    /// Unsafe behind a gateway shared by several users: a handle is then a
+    /// bearer capability.
+    None,
+}
+
+/// Most segments of a metadata path, and bytes of one.
+const MAX_PATH_SEGMENTS: usize = 8;
+const MAX_SEGMENT_BYTES: usize = 256;
+
+/// `paging.owner`: `{"from": "credentials" | "none"}`,
+/// `{"from": "header", "name": …}` or `{"from": "metadata", "path": […]}`.
+fn owner_source(written: &serde_json::value::RawValue) -> Result<OwnerSource, ConfigError> {
+    use serde_json::Value;
+    let value: Value = serde_json::from_str(written.get()).unwrap_or(Value::Null);
+    let shape = || {
+        ConfigError::new(
+            "paging.owner",
+            "takes `from` (`credentials`, `header`, `metadata`, `none`), with `name` for `header` and `path` for `metadata` only",
+        )
+    };
+    let Value::Object(map) = value else {
+        return Err(shape());
+    };
+    if map
+        .keys()
+        .any(|k| !["from", "name", "path"].contains(&k.as_str()))
+    {
+        return Err(shape());
+    }
+    let (name, path) = (map.get("name"), map.get("path"));
+    let header_name = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 128
+            && n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+    };
+    match map.get("from").and_then(Value::as_str) {
+        Some("credentials") if name.is_none() && path.is_none() => Ok(OwnerSource::Credentials),
+        Some("none") if name.is_none() && path.is_none() => Ok(OwnerSource::None),
+        Some("header") if path.is_none() => match name.and_then(Value::as_str) {
+            Some(n) if header_name(n) => Ok(OwnerSource::Header(n.to_string())),
+            _ => Err(ConfigError::new(
+                "paging.owner.name",
+                "must be a header name: 1-128 of lowercase letters, digits, `-`, `_`, `.` (a header the authentication filter sets)",
+            )),
+        },
+        Some("metadata") if name.is_none() => {
+            let Some(path) = path else {
+                return Err(ConfigError::new(
+                    "paging.owner.path",
+                    "is required with `from: metadata`",
+                ));
+            };
+            let keys: Option<Vec<String>> = path.as_array().and_then(|items| {
+                items
+                    .iter()
+                    .map(|k| {
+                        k.as_str()
+                            .filter(|k| !k.is_empty() && k.len() <= MAX_SEGMENT_BYTES && !k.contains('\0'))
+                            .map(str::to_string)
+                    })
+                    .collect()
+            });
+            match keys {
+                Some(keys) if (1..=MAX_PATH_SEGMENTS).contains(&keys.len()) => {
+                    Ok(OwnerSource::Metadata(keys))
+                }
+                _ => Err(ConfigError::new(
+                    "paging.owner.path",
+                    "must be 1-8 non-empty keys of at most 256 bytes under metadata.filter_metadata, e.g. [\"envoy.filters.http.jwt_authn\", \"jwt_payload\", \"sub\"]",
+                )),
+            }
+        }
+        Some("credentials" | "none" | "header" | "metadata") => Err(shape()),
+        _ => Err(ConfigError::new(
+            "paging.owner.from",
+            "must be one of `credentials`, `header`, `metadata`, `none`",
+        )),
+    }
 }
 
 /// The resolved paging settings shared by every server and tool.
@@ -134,13 +240,25 @@ pub struct PagingSettings {
     pub store_bytes: usize,
     /// Most pages it holds.
     pub store_pages: usize,
+    /// Most bytes of pages one owner (the binding a page is kept under)
+    /// holds: past it, that owner's own oldest pages make room.
+    pub owner_bytes: usize,
+    /// Most pages one owner holds.
+    pub owner_pages: usize,
     /// Largest response body held for a tool with a budget (larger than
     /// `max_body_bytes`, which bounds everything else).
     pub max_result_bytes: usize,
-    /// HMAC-SHA256 key of stateless handles; empty: none.
-    pub key: Vec<u8>,
+    /// Keys of stateless handles, the one that seals new handles first;
+    /// empty: none.
+    pub keys: Vec<Vec<u8>>,
     /// Timeout of the upstream call that re-issues a tool call.
     pub reissue_timeout_ms: u64,
+    /// Whose pages a page call may fetch.
+    pub owner: OwnerSource,
+    /// Where a re-issued call goes: a cluster that reaches this gateway's
+    /// own listener (or an internal listener), so every filter runs on it
+    /// again. Empty: straight to the route's cluster.
+    pub reissue_cluster: String,
 }
 
 // The key never reaches a log line.
@@ -151,16 +269,13 @@ impl std::fmt::Debug for PagingSettings {
             .field("ttl_s", &self.ttl_s)
             .field("store_bytes", &self.store_bytes)
             .field("store_pages", &self.store_pages)
+            .field("owner_bytes", &self.owner_bytes)
+            .field("owner_pages", &self.owner_pages)
             .field("max_result_bytes", &self.max_result_bytes)
-            .field(
-                "key",
-                &if self.key.is_empty() {
-                    ""
-                } else {
-                    "<redacted>"
-                },
-            )
+            .field("keys", &format_args!("<{} redacted>", self.keys.len()))
             .field("reissue_timeout_ms", &self.reissue_timeout_ms)
+            .field("owner", &self.owner)
+            .field("reissue_cluster", &self.reissue_cluster)
             .finish()
     }
 }
@@ -174,15 +289,19 @@ impl Default for PagingSettings {
             ttl_s: 600,
             store_bytes: 64 << 20,
             store_pages: 4096,
+            owner_bytes: 16 << 20,
+            owner_pages: 1024,
             max_result_bytes: 16 << 20,
-            key: Vec::new(),
+            keys: Vec::new(),
             reissue_timeout_ms: 30_000,
+            owner: OwnerSource::Credentials,
+            reissue_cluster: String::new(),
         }
     }
 }
 
 impl PagingSection {
-    pub(crate) fn resolve(&self) -> Result<PagingSettings, ConfigError> {
+    pub(crate) fn resolve(&self, env: &dyn Environ) -> Result<PagingSettings, ConfigError> {
         let d = PagingSettings::default();
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let tool_name = self.tool_name.clone().unwrap_or(d.tool_name);
@@ -222,6 +341,24 @@ impl PagingSection {
                 "1..=65536 (pages)",
             ));
         }
+        // A quarter of the store by default: four owners at their quota fill
+        // it, and none can take what another holds within its fair share.
+        let owner_bytes = self.owner_bytes.unwrap_or(store_bytes / 4);
+        if owner_bytes > store_bytes {
+            return Err(ConfigError::out_of_range(
+                "paging.owner_bytes",
+                owner_bytes,
+                &format!("0..={store_bytes} (bytes, at most paging.store_bytes)"),
+            ));
+        }
+        let owner_pages = self.owner_pages.unwrap_or((store_pages / 4).max(1));
+        if !(1..=store_pages).contains(&owner_pages) {
+            return Err(ConfigError::out_of_range(
+                "paging.owner_pages",
+                owner_pages,
+                &format!("1..={store_pages} (pages, at most paging.store_pages)"),
+            ));
+        }
         let max_result_bytes = self.max_result_bytes.unwrap_or(d.max_result_bytes as u64);
         if !(1024..=1 << 30).contains(&max_result_bytes) {
             return Err(ConfigError::out_of_range(
@@ -238,12 +375,45 @@ impl PagingSection {
                 "1..=600000 (milliseconds)",
             ));
         }
-        let key = self.key.clone().unwrap_or_default();
-        // Never quote the key: it is a secret.
-        if !key.is_empty() && (key.len() < 32 || key.bytes().any(|b| b < b' ' || b == 0x7f)) {
+        let written = match &self.key {
+            Some(k) => secret::list(k, "paging.key", env)?,
+            None => Vec::new(),
+        };
+        // An empty string is no key (the default).
+        let single_empty = written.len() == 1 && written.iter().all(String::is_empty);
+        let keys = if single_empty { Vec::new() } else { written };
+        for (i, key) in keys.iter().enumerate() {
+            // Never quote a key: it is a secret.
+            if key.len() < 32 || key.bytes().any(|b| b < b' ' || b == 0x7f) {
+                let field = if keys.len() == 1 {
+                    "paging.key".to_string()
+                } else {
+                    format!("paging.key[{i}]")
+                };
+                return Err(ConfigError::new(
+                    field,
+                    "must be empty (no stateless pages) or at least 32 printable characters (for example `openssl rand -base64 32`)",
+                ));
+            }
+        }
+        let owner = match &self.owner {
+            Some(o) => owner_source(o)?,
+            None => OwnerSource::default(),
+        };
+        let reissue_cluster = self.reissue_cluster.clone().unwrap_or_default();
+        let token = reissue_cluster
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+        if reissue_cluster.len() > 256 || !token {
             return Err(ConfigError::new(
-                "paging.key",
-                "must be empty (no stateless pages) or at least 32 printable characters (for example `openssl rand -base64 32`)",
+                "paging.reissue_cluster",
+                "must be empty (re-issue to the route's cluster) or the name of an Envoy cluster (letters, digits, `-_.:`) reaching this gateway's listener",
+            ));
+        }
+        if !reissue_cluster.is_empty() && keys.is_empty() {
+            return Err(ConfigError::new(
+                "paging.reissue_cluster",
+                "needs `paging.key`: only sealed handles are re-issued, and the re-entrant call is marked with it",
             ));
         }
         Ok(PagingSettings {
@@ -251,9 +421,13 @@ impl PagingSection {
             ttl_s,
             store_bytes: size(store_bytes),
             store_pages: size(store_pages),
+            owner_bytes: size(owner_bytes),
+            owner_pages: size(owner_pages),
             max_result_bytes: size(max_result_bytes),
-            key: key.into_bytes(),
+            keys: keys.into_iter().map(String::into_bytes).collect(),
             reissue_timeout_ms,
+            owner,
+            reissue_cluster,
         })
     }
 

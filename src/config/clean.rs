@@ -18,6 +18,9 @@ pub struct CleanSettings {
     pub collapse_whitespace: bool,
     /// Re-emit pretty-printed JSON compact when that saves enough.
     pub compact_json: bool,
+    /// Read a text that is exactly a Python literal's `repr` as data,
+    /// written as compact JSON (so only where `compact_json` is on too).
+    pub python_literal: bool,
     /// Blocks shorter than this (bytes) are left alone by every transform.
     pub min_bytes: usize,
     /// Shortest base64 run (characters, padding excluded) that is stripped.
@@ -39,6 +42,9 @@ impl Default for CleanSettings {
             remove_nulls: false,
             collapse_whitespace: false,
             compact_json: true,
+            // Lossless too, and it changes only what `str(data)` prints:
+            // README "What it promises" argues the default.
+            python_literal: true,
             min_bytes: 500,
             base64_min_chars: 256,
             max_text_bytes: 0,
@@ -58,8 +64,15 @@ impl CleanSettings {
         }
     }
 
+    /// A text that is a Python literal is read as JSON: `python_literal`,
+    /// and `compact_json`, which writes what it reads.
+    pub fn reads_python(&self) -> bool {
+        self.python_literal && self.compact_json
+    }
+
     /// Every transform off: [`crate::stage::clean::clean`] returns without
-    /// looking at the text.
+    /// looking at the text. `python_literal` writes compact JSON, so it is
+    /// off with `compact_json`.
     pub fn all_off(&self) -> bool {
         !(self.html_to_markdown
             || self.strip_base64
@@ -78,6 +91,7 @@ pub struct CleanPatch {
     pub remove_nulls: Option<bool>,
     pub collapse_whitespace: Option<bool>,
     pub compact_json: Option<bool>,
+    pub python_literal: Option<bool>,
     pub min_bytes: Option<u64>,
     pub base64_min_chars: Option<u64>,
     pub max_text_bytes: Option<u64>,
@@ -131,6 +145,9 @@ impl CleanPatch {
         }
         if let Some(v) = self.compact_json {
             s.compact_json = v;
+        }
+        if let Some(v) = self.python_literal {
+            s.python_literal = v;
         }
         if let Some(v) = self.min_bytes {
             s.min_bytes = size(v);

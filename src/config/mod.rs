@@ -8,7 +8,13 @@
 mod budget;
 mod clean;
 mod error;
+// Only hosts that lack something need the check; the Envoy module's code
+// stays as it was.
+#[cfg(any(test, feature = "traefik"))]
+mod host;
+mod listings;
 pub mod project;
+mod secret;
 mod toon;
 mod trim;
 
@@ -17,11 +23,20 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 pub use budget::{
-    Budget, BudgetPatch, PagingPatch, PagingSection, PagingSettings, Reissue, DEFAULT_PAGE_TOOL,
+    Budget, BudgetPatch, OwnerSource, PagingPatch, PagingSection, PagingSettings, Reissue,
+    DEFAULT_PAGE_TOOL,
 };
 pub use clean::{CleanPatch, CleanSettings};
 pub use error::ConfigError;
-pub use project::{ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, Rules};
+#[cfg(any(test, feature = "traefik"))]
+pub use host::Capabilities;
+pub use listings::{
+    Level, ListingMode, ListingPolicy, ListingsPatch, ListingsSection, ListingsSettings,
+};
+pub use project::{
+    ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, QueryBudget, Rules,
+};
+pub use secret::{Environ, ProcessEnviron};
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
@@ -30,6 +45,37 @@ pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 /// the stream, so the plugin stops below it by default.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
+/// Default cap on one tool result read whole: a JSON response body or an
+/// SSE event. Database tools answer with tables of several MiB, which are
+/// the results agents pay the most tokens for. Such a body goes out in the
+/// body callback that completes it, which continues: Envoy passes it on
+/// without buffering it, so its size is not held to
+/// `per_connection_buffer_limit_bytes` (only a body written into a paused
+/// buffer is, which `max_body_bytes` bounds).
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 16 * 1024 * 1024;
+/// Default budget of the bytes all streams of one VM hold at once, with
+/// the working memory their stages need ([`VM_WORK_FACTOR`]). proxy-wasm's
+/// V8 host gives a module at most 1 GiB of linear memory, and an
+/// allocation past it traps the VM (every stream on that worker fails):
+/// the budget stays well below, leaving room for the allocator's
+/// fragmentation and what is not counted (the module's own data, a query's
+/// evaluation, host buffers handed in).
+pub const DEFAULT_MAX_VM_HELD_BYTES: u64 = 256 * 1024 * 1024;
+/// The most `max_vm_held_bytes` may be: three quarters of V8's 1 GiB.
+const MAX_VM_HELD_BYTES_LIMIT: u64 = 768 * 1024 * 1024;
+/// What the stages need while they run on a body, as a multiple of it
+/// (`benches/stream_memory.rs`, 64 KiB to 16 MiB: 11.9x-12.1x for a
+/// pretty-printed table, compacted then encoded; 6.4x for a table in one
+/// SSE event; 2.6x for a compact table, encoded or cut with its pages; 1.0x
+/// for text that passes). A stream may hold a body only if the VM's other
+/// held bytes and this multiple of it fit the budget; a job waiting for its
+/// callout is charged this multiple of its body.
+pub const VM_WORK_FACTOR: usize = 12;
+/// Slots of 2024-11-05 call records in shared data (every session's):
+/// proxy-wasm cannot delete a key, so their number is fixed.
+pub const LEGACY_SLOTS: u32 = 4096;
+/// Slots of 2024-11-05 call records one session may hold at once.
+pub const DEFAULT_LEGACY_SESSION_SLOTS: u64 = 64;
 /// JSON-RPC ids and tool names: a UUID is 38 bytes quoted; MCP 2025-11-25
 /// asks tool names of 1-128 characters.
 pub const DEFAULT_MAX_NAME_BYTES: usize = 256;
@@ -77,15 +123,20 @@ struct RawConfig {
     paging: PagingSection,
     #[serde(default)]
     project: ProjectSection,
+    /// Read by hand ([`ListingsSection::read`]).
+    listings: Option<Box<serde_json::value::RawValue>>,
     max_body_bytes: Option<u64>,
     max_event_bytes: Option<u64>,
+    max_response_bytes: Option<u64>,
+    max_vm_held_bytes: Option<u64>,
+    legacy_session_slots: Option<u64>,
     strip_accept_encoding: Option<bool>,
     annotate_tools: Option<bool>,
     hold_headers: Option<bool>,
     max_id_bytes: Option<u64>,
     max_tool_name_bytes: Option<u64>,
     legacy_record_ttl_ms: Option<u64>,
-    marker_key: Option<String>,
+    marker_key: Option<secret::Written>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
     #[serde(default)]
@@ -109,6 +160,7 @@ struct RawServer {
     paging: PagingPatch,
     #[serde(default)]
     project: ProjectPatch,
+    listings: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     tools: HashMap<String, Patch>,
 }
@@ -129,6 +181,39 @@ pub struct StreamInfo {
     pub route: Option<String>,
     pub cluster: Option<String>,
     pub authority: Option<String>,
+}
+
+impl StreamInfo {
+    /// The server a stream reaches, as the plugin tells servers apart for
+    /// what it learns from their listings (which tools are safe to call
+    /// again, which declare the plugin's arguments themselves): its route,
+    /// cluster and authority — two servers behind one cluster differ by
+    /// authority or route — hashed to a fixed length (an authority is the
+    /// client's to choose, and long ones must not grow what is kept).
+    /// Not a secret: a name.
+    pub fn server(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"mcp-toon/server/1\0");
+        for part in [&self.route, &self.cluster] {
+            h.update(part.as_deref().unwrap_or("").as_bytes());
+            h.update([0]);
+        }
+        // RFC 9110 §4.2.3: the host is case-insensitive.
+        let authority = self.authority.as_deref().unwrap_or("");
+        h.update(authority.to_ascii_lowercase().as_bytes());
+        let digest = h.finalize();
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(24);
+        for b in digest.get(..12).unwrap_or_default() {
+            for nibble in [b >> 4, b & 15] {
+                out.push(char::from(
+                    HEX.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+                ));
+            }
+        }
+        out
+    }
 }
 
 /// How long the parts of a request the plugin keeps may be. A client
@@ -175,10 +260,23 @@ struct Server {
 /// A validated configuration, ready to resolve policies per stream and tool.
 #[derive(Clone)]
 pub struct Settings {
+    /// Largest request body read, and largest response body written into a
+    /// paused Envoy buffer (held headers, a trim callout): Envoy holds those
+    /// to `per_connection_buffer_limit_bytes`.
     pub max_body_bytes: usize,
     /// Largest SSE event the plugin holds to rewrite; larger ones stream
     /// through unmodified.
     pub max_event_bytes: usize,
+    /// Largest JSON response body collected to rewrite; larger ones pass
+    /// complete, unchanged.
+    pub max_response_bytes: usize,
+    /// Most bytes all streams of one VM may hold at once, counting the
+    /// stages' working memory ([`VM_WORK_FACTOR`]); a stream that would pass
+    /// it is not read further (`vm_memory_budget`).
+    pub max_vm_held_bytes: usize,
+    /// Most 2024-11-05 record slots one session holds at once: its calls
+    /// take turns in them, so one session cannot take every slot.
+    pub legacy_session_slots: usize,
     pub strip_accept_encoding: bool,
     pub annotate_tools: bool,
     /// Hold response headers until the body is rewritten, so the response
@@ -209,6 +307,9 @@ pub struct Settings {
     /// The query argument and its limit; rules and `queries` are per
     /// policy, see [`Policy::project`].
     pub project: ProjectSettings,
+    /// What `tools/list` results become, per server scope
+    /// ([`Settings::listing_policy`]).
+    pub listings: ListingsSettings,
     base: Patch,
     tools: HashMap<String, Patch>,
     servers: Vec<Server>,
@@ -233,6 +334,9 @@ impl std::fmt::Debug for Settings {
         f.debug_struct("Settings")
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_vm_held_bytes", &self.max_vm_held_bytes)
+            .field("legacy_session_slots", &self.legacy_session_slots)
             .field("strip_accept_encoding", &self.strip_accept_encoding)
             .field("annotate_tools", &self.annotate_tools)
             .field("hold_headers", &self.hold_headers)
@@ -291,11 +395,13 @@ impl Policy {
             && !self.paging
     }
 
-    /// Only a text that is a JSON value can change under this policy:
-    /// compact JSON, null removal and TOON read JSON alone, and every stage
-    /// that reads any text (the string transforms, the cap, trim, operator
-    /// rules, the budget and its pages) is off. A text that is certainly
-    /// no JSON value then passes as it came, and need not be decoded.
+    /// Only a text that is a JSON value (or, where `clean.python_literal`
+    /// reads them, a Python literal's `repr`) can change under this
+    /// policy: compact JSON, null removal and TOON read JSON alone, and
+    /// every stage that reads any text (the string transforms, the cap,
+    /// trim, operator rules, the budget and its pages) is off. A text that
+    /// is certainly neither then passes as it came, and need not be
+    /// decoded.
     pub fn changes_only_json(&self) -> bool {
         let c = &self.clean;
         !c.html_to_markdown
@@ -317,7 +423,10 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES as usize,
-            max_event_bytes: DEFAULT_MAX_BODY_BYTES as usize,
+            max_event_bytes: DEFAULT_MAX_RESULT_BYTES as usize,
+            max_response_bytes: DEFAULT_MAX_RESULT_BYTES as usize,
+            max_vm_held_bytes: DEFAULT_MAX_VM_HELD_BYTES as usize,
+            legacy_session_slots: DEFAULT_LEGACY_SESSION_SLOTS as usize,
             strip_accept_encoding: true,
             annotate_tools: false,
             hold_headers: false,
@@ -328,6 +437,7 @@ impl Default for Settings {
             trim: TrimSettings::default(),
             paging: PagingSettings::default(),
             project: ProjectSettings::default(),
+            listings: ListingsSettings::default(),
             base: Patch::default(),
             tools: HashMap::new(),
             servers: Vec::new(),
@@ -358,9 +468,16 @@ impl Settings {
         Self::from_json(text)
     }
 
-    /// Parses and validates the plugin configuration. An empty text (Envoy
-    /// passes none when `configuration` is absent) means all defaults.
+    /// Parses and validates the plugin configuration, secrets written as
+    /// `{"env": NAME}` read from the process (in the plugin: the VM's WASI)
+    /// environment. An empty text (Envoy passes none when `configuration`
+    /// is absent) means all defaults.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        Self::from_json_in(text, &ProcessEnviron)
+    }
+
+    /// [`Settings::from_json`] with secrets read from `env`.
+    pub fn from_json_in(text: &str, env: &dyn Environ) -> Result<Self, ConfigError> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -368,10 +485,11 @@ impl Settings {
         let raw: RawConfig = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { String::new() } else { path };
-            // serde quotes offending values; a credential must not reach a log.
-            let secret = ["client_secret", "client_id", "marker_key"];
-            let message = if secret.iter().any(|f| field.ends_with(f)) {
-                "must be a string".to_string()
+            // serde quotes offending values; a secret must not reach a log.
+            // Secrets are read by their own visitor, which quotes nothing;
+            // this also covers what fails around one (a bad escape).
+            let message = if secret::is_secret_path(&field) {
+                secret::SHAPE.to_string()
             } else {
                 clean_serde_message(&e.into_inner().to_string())
             };
@@ -379,16 +497,16 @@ impl Settings {
         })?;
         de.end()
             .map_err(|e| ConfigError::new("", format!("trailing characters: {e}")))?;
-        Self::resolve(raw)
+        Self::resolve(raw, env)
     }
 
-    fn resolve(raw: RawConfig) -> Result<Self, ConfigError> {
+    fn resolve(raw: RawConfig, env: &dyn Environ) -> Result<Self, ConfigError> {
         raw.toon.validate("toon")?;
         raw.clean.validate("clean")?;
         raw.budget.validate("budget")?;
         let trim_enabled = raw.trim.enabled;
-        let trim = raw.trim.resolve()?;
-        let paging = raw.paging.resolve()?;
+        let trim = raw.trim.resolve(env)?;
+        let paging = raw.paging.resolve(env)?;
         let (project_patch, project) = raw.project.resolve()?;
         if project.query_argument == trim.intent_argument {
             // Both go into the same `inputSchema.properties`.
@@ -408,14 +526,41 @@ impl Settings {
                 "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
             ));
         }
-        let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        let max_event_bytes = raw.max_event_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES);
         if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_event_bytes) {
             return Err(ConfigError::out_of_range(
                 "max_event_bytes",
                 max_event_bytes,
-                "1024..=268435456 (bytes; keep it below Envoy's per_connection_buffer_limit_bytes)",
+                "1024..=268435456 (bytes)",
             ));
         }
+        let max_response_bytes = raw.max_response_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES);
+        if !(1024..=MAX_BODY_BYTES_LIMIT).contains(&max_response_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_response_bytes",
+                max_response_bytes,
+                "1024..=268435456 (bytes)",
+            ));
+        }
+        let max_vm_held_bytes = raw.max_vm_held_bytes.unwrap_or(DEFAULT_MAX_VM_HELD_BYTES);
+        if !(1 << 20..=MAX_VM_HELD_BYTES_LIMIT).contains(&max_vm_held_bytes) {
+            return Err(ConfigError::out_of_range(
+                "max_vm_held_bytes",
+                max_vm_held_bytes,
+                "1048576..=805306368 (bytes; V8 gives a wasm VM at most 1 GiB)",
+            ));
+        }
+        let legacy_session_slots = raw
+            .legacy_session_slots
+            .unwrap_or(DEFAULT_LEGACY_SESSION_SLOTS);
+        if !(1..=u64::from(LEGACY_SLOTS)).contains(&legacy_session_slots) {
+            return Err(ConfigError::out_of_range(
+                "legacy_session_slots",
+                legacy_session_slots,
+                "1..=4096 (slots)",
+            ));
+        }
+        let legacy_session_slots = usize::try_from(legacy_session_slots).unwrap_or(1);
         let max_id_bytes = trim::within(
             "max_id_bytes",
             raw.max_id_bytes,
@@ -438,7 +583,10 @@ impl Settings {
                 "1000..=86400000 (milliseconds)",
             ));
         }
-        let marker_key = raw.marker_key.unwrap_or_default();
+        let marker_key = match raw.marker_key {
+            Some(s) => secret::one(&s, "marker_key", env)?,
+            None => String::new(),
+        };
         // Never quoted: it is a secret.
         let printable = marker_key.bytes().all(|b| (b' '..=b'~').contains(&b));
         let fits = (16..=1024).contains(&marker_key.len()) && printable;
@@ -449,6 +597,16 @@ impl Settings {
             ));
         }
         validate_tools(&raw.tools, "tools")?;
+        let mut server_listings = Vec::with_capacity(raw.servers.len());
+        for (i, s) in raw.servers.iter().enumerate() {
+            let path = format!("servers[{i}].listings");
+            server_listings.push(ListingsSection::read(s.listings.as_deref(), &path)?);
+        }
+        let listings = ListingsSection::read(raw.listings.as_deref(), "listings")?.resolve(
+            server_listings.iter(),
+            raw.hold_headers.unwrap_or(false),
+            &paging.tool_name,
+        )?;
         let mut servers = Vec::with_capacity(raw.servers.len());
         for (i, s) in raw.servers.into_iter().enumerate() {
             let path = format!("servers[{i}]");
@@ -522,11 +680,15 @@ impl Settings {
             queries_anywhere,
             stripped_arguments,
             project,
+            listings,
             paging_anywhere,
             budget_anywhere,
             paging,
             max_body_bytes: usize::try_from(max_body_bytes).unwrap_or(usize::MAX),
             max_event_bytes: usize::try_from(max_event_bytes).unwrap_or(usize::MAX),
+            max_response_bytes: usize::try_from(max_response_bytes).unwrap_or(usize::MAX),
+            max_vm_held_bytes: usize::try_from(max_vm_held_bytes).unwrap_or(usize::MAX),
+            legacy_session_slots,
             strip_accept_encoding: raw.strip_accept_encoding.unwrap_or(true),
             annotate_tools: raw.annotate_tools.unwrap_or(false),
             hold_headers,
@@ -616,6 +778,7 @@ impl Settings {
             || (self.trim_anywhere && self.trim.advertise_intent)
             || self.queries_anywhere
             || self.paging_anywhere
+            || self.listings.anywhere()
     }
 
     /// The tool arguments taken out of `tools/call` requests before they

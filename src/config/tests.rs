@@ -271,6 +271,257 @@ fn secrets_never_appear_in_errors() {
     }
 }
 
+/// Every secret field (`paging.key`, `marker_key`, `trim.client_id`,
+/// `trim.client_secret`), written in every JSON type and in the shapes a
+/// secret may take: refused, naming the field, and no fragment of what was
+/// written appears in the message (issue 37: `{"paging":{"key":1234567890123}}`
+/// echoed the number). What the adapter logs is this message.
+#[test]
+fn no_secret_field_quotes_its_value_in_any_error() {
+    const FRAGMENTS: &[&str] = &[
+        "hunter2", "1234567", "9876543", "31415", "2718", "tru", "fals",
+    ];
+    let values = [
+        r#""hunter2\u0007secret-0123456789-0123456789""#,
+        r#""hunter2\x""#,
+        "1234567890123",
+        "-9876543210",
+        "31415.9265",
+        "2.718e30",
+        "true",
+        "false",
+        r#"["hunter2-in-a-list"]"#,
+        "[1234567890123]",
+        r#"[["hunter2"]]"#,
+        "[]",
+        r#"{"hunter2-key":"hunter2-value"}"#,
+        r#"{"env":1234567890123}"#,
+        r#"{"env":"hunter2 is no name"}"#,
+        r#"{"env":"HUNTER2_UNSET_VARIABLE","hunter2":1}"#,
+        r#"{"env":["hunter2"]}"#,
+        r#"{"env":{"hunter2":true}}"#,
+        r#"{}"#,
+    ];
+    type Place = fn(&str) -> String;
+    let fields: [(&str, Place); 4] = [
+        ("paging.key", |v| format!(r#"{{"paging":{{"key":{v}}}}}"#)),
+        ("marker_key", |v| format!(r#"{{"marker_key":{v}}}"#)),
+        ("trim.client_id", |v| {
+            format!(r#"{{"trim":{{"client_secret":"s","client_id":{v}}}}}"#)
+        }),
+        ("trim.client_secret", |v| {
+            format!(r#"{{"trim":{{"client_id":"id","client_secret":{v}}}}}"#)
+        }),
+    ];
+    for (field, json) in fields {
+        for value in values {
+            let text = json(value);
+            let e = match Settings::from_json(&text) {
+                Ok(_) => panic!("{text} was accepted"),
+                Err(e) => e,
+            };
+            assert!(e.field.starts_with(field), "{text}: {e}");
+            let shown = format!("{e} {e:?}");
+            for f in FRAGMENTS {
+                assert!(!shown.contains(f), "{text}: `{f}` in {shown}");
+            }
+        }
+    }
+    // Too many keys, and every key of a list checked: quoted nowhere
+    // either.
+    let long = "hunter2-0123456789-0123456789-0123456789";
+    for text in [
+        format!(
+            r#"{{"paging":{{"key":[{}]}}}}"#,
+            vec![format!("\"{long}\""); 9].join(",")
+        ),
+        format!(r#"{{"paging":{{"key":["{long}","hunter2-short"]}}}}"#),
+    ] {
+        let e = err(&text);
+        assert!(e.field.starts_with("paging.key"), "{e}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+}
+
+/// A map of environment variables, for the tests.
+struct Env(&'static [(&'static str, &'static str)]);
+
+impl Environ for Env {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// Secrets from the VM's environment (`vm_config.environment_variables`):
+/// the configuration names the variable, Envoy's `/config_dump` shows only
+/// that name. `paging.key` may list several keys: the first seals.
+#[test]
+fn secrets_come_from_the_environment_and_keys_rotate() {
+    const NEW: &str = "the-new-key-0123456789abcdef0123456789";
+    const OLD: &str = "the-old-key-0123456789abcdef0123456789";
+    let env = Env(&[
+        ("MCP_TOON_PAGING_KEY", NEW),
+        ("OLD_KEY", OLD),
+        ("MARKER", "marker-key-0123456789"),
+        ("LLM_ID", "gateway"),
+        ("LLM_SECRET", "s3cret"),
+        ("EMPTY", ""),
+    ]);
+    let s = Settings::from_json_in(
+        r#"{"marker_key":{"env":"MARKER"},
+            "trim":{"client_id":{"env":"LLM_ID"},"client_secret":{"env":"LLM_SECRET"}},
+            "paging":{"key":[{"env":"MCP_TOON_PAGING_KEY"},{"env":"OLD_KEY"}]}}"#,
+        &env,
+    )
+    .unwrap();
+    assert_eq!(
+        s.paging.keys,
+        vec![NEW.as_bytes().to_vec(), OLD.as_bytes().to_vec()]
+    );
+    assert_eq!(s.marker_key, "marker-key-0123456789");
+    assert_eq!(
+        (s.trim.client_id.as_str(), s.trim.client_secret.as_str()),
+        ("gateway", "s3cret")
+    );
+    let shown = format!("{s:?} {:?}", s.paging);
+    for secret in [NEW, OLD, "marker-key", "s3cret", "gateway"] {
+        assert!(!shown.contains(secret), "Debug shows {secret}: {shown}");
+    }
+    // One key written as itself, or as a list of one.
+    let one =
+        Settings::from_json_in(&format!(r#"{{"paging":{{"key":["{NEW}"]}}}}"#), &env).unwrap();
+    assert_eq!(one.paging.keys, vec![NEW.as_bytes().to_vec()]);
+    // A variable that is unset or empty, or a key too short.
+    for (json, field, needle) in [
+        (
+            r#"{"paging":{"key":{"env":"UNSET"}}}"#,
+            "paging.key",
+            "`UNSET` is not set in the VM",
+        ),
+        (
+            r#"{"marker_key":{"env":"EMPTY"}}"#,
+            "marker_key",
+            "`EMPTY` is empty",
+        ),
+        (
+            r#"{"paging":{"key":[{"env":"MCP_TOON_PAGING_KEY"},{"env":"LLM_ID"}]}}"#,
+            "paging.key[1]",
+            "at least 32",
+        ),
+        (
+            r#"{"trim":{"client_id":{"env":"LLM_ID"},"client_secret":{"env":"NOPE"}}}"#,
+            "trim.client_secret",
+            "`NOPE`",
+        ),
+    ] {
+        let e = match Settings::from_json_in(json, &env) {
+            Ok(_) => panic!("{json} accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(e.field, field, "{json}: {e}");
+        assert!(e.message.contains(needle), "{json}: {e}");
+        assert!(!e.to_string().contains("gateway"), "{e}");
+    }
+}
+
+#[test]
+fn the_page_owner_and_the_reissue_cluster_are_checked() {
+    use crate::config::OwnerSource;
+    let owner = |o: &str| Settings::from_json(&format!(r#"{{"paging":{{"owner":{o}}}}}"#));
+    assert_eq!(
+        Settings::from_json("{}").unwrap().paging.owner,
+        OwnerSource::Credentials
+    );
+    assert_eq!(
+        owner(r#"{"from":"none"}"#).unwrap().paging.owner,
+        OwnerSource::None
+    );
+    assert_eq!(
+        owner(r#"{"from":"header","name":"x-user"}"#)
+            .unwrap()
+            .paging
+            .owner,
+        OwnerSource::Header("x-user".into())
+    );
+    assert_eq!(
+        owner(r#"{"from":"metadata","path":["envoy.filters.http.jwt_authn","jwt_payload","sub"]}"#)
+            .unwrap()
+            .paging
+            .owner,
+        OwnerSource::Metadata(vec![
+            "envoy.filters.http.jwt_authn".into(),
+            "jwt_payload".into(),
+            "sub".into()
+        ])
+    );
+    for (o, field, needle) in [
+        (r#"{"from":"header"}"#, "paging.owner.name", "header name"),
+        (
+            r#"{"from":"header","name":"X-User"}"#,
+            "paging.owner.name",
+            "lowercase",
+        ),
+        (r#"{"from":"metadata"}"#, "paging.owner.path", "required"),
+        (
+            r#"{"from":"metadata","path":[]}"#,
+            "paging.owner.path",
+            "1-8",
+        ),
+        (
+            r#"{"from":"metadata","path":["a",""]}"#,
+            "paging.owner.path",
+            "1-8",
+        ),
+        (
+            r#"{"from":"none","name":"x"}"#,
+            "paging.owner",
+            "`name` for `header`",
+        ),
+        (
+            r#"{"from":"cookie"}"#,
+            "paging.owner.from",
+            "`credentials`, `header`, `metadata`, `none`",
+        ),
+        (r#"{"name":"x"}"#, "paging.owner.from", "one of"),
+        (
+            r#"{"from":"header","name":"x","extra":1}"#,
+            "paging.owner",
+            "takes `from`",
+        ),
+        (r#""credentials""#, "paging.owner", "takes `from`"),
+    ] {
+        let e = match owner(o) {
+            Ok(_) => panic!("{o} accepted"),
+            Err(e) => e,
+        };
+        assert_eq!(e.field, field, "{o}: {e}");
+        assert!(e.message.contains(needle), "{o}: {e}");
+    }
+    let key = "0123456789abcdef0123456789abcdef";
+    let s = Settings::from_json(&format!(
+        r#"{{"paging":{{"key":"{key}","reissue_cluster":"mcp_toon_loopback"}}}}"#
+    ))
+    .unwrap();
+    assert_eq!(s.paging.reissue_cluster, "mcp_toon_loopback");
+    for (json, needle) in [
+        (
+            r#"{"paging":{"reissue_cluster":"loop"}}"#.to_string(),
+            "needs `paging.key`",
+        ),
+        (
+            format!(r#"{{"paging":{{"key":"{key}","reissue_cluster":"a b"}}}}"#),
+            "name of an Envoy cluster",
+        ),
+    ] {
+        let e = err(&json);
+        assert_eq!(e.field, "paging.reissue_cluster", "{e}");
+        assert!(e.message.contains(needle), "{e}");
+    }
+}
+
 #[test]
 fn clean_section_defaults_and_refusals() {
     let s = Settings::from_json(
@@ -410,6 +661,10 @@ fn project_section_defaults_overrides_and_refusals() {
     let s = Settings::from_json("{}").unwrap();
     assert_eq!(s.project.query_argument, "jmespath");
     assert_eq!(s.project.max_query_bytes, 1024);
+    // The query budget: 4 units and 4 bytes per byte of the block, plus
+    // 2^20 of each.
+    let b = s.project.query_budget;
+    assert_eq!((b.work(1000), b.memory(1000)), (1_052_576, 1_052_576));
     assert!(!s.queries_anywhere());
     assert!(s.stripped_arguments().is_empty());
     let p = s.policy(ServerScope::default(), Some("t"));
@@ -425,6 +680,14 @@ fn project_section_defaults_overrides_and_refusals() {
     assert!(s.queries_anywhere());
     assert_eq!(s.stripped_arguments(), ["jq-ish_q"]);
     assert_eq!(s.project.max_query_bytes, 64);
+    let b = Settings::from_json(
+        r#"{"project": {"query_work_per_byte": 64, "query_work_floor": 0,
+                        "query_memory_per_byte": 1, "query_memory_floor": 16777216}}"#,
+    )
+    .unwrap()
+    .project
+    .query_budget;
+    assert_eq!((b.work(10), b.memory(10)), (640, 16_777_226));
     let top = s.policy(ServerScope::default(), Some("other"));
     assert_eq!(
         (top.project.rules.drop.len(), top.project.rules.keep.len()),
@@ -479,6 +742,31 @@ fn project_section_defaults_overrides_and_refusals() {
             r#"{"project":{"max_query_bytes":5000}}"#,
             "project.max_query_bytes",
             "16..=4096",
+        ),
+        (
+            r#"{"project":{"query_work_per_byte":0}}"#,
+            "project.query_work_per_byte",
+            "1..=64",
+        ),
+        (
+            r#"{"project":{"query_work_floor":16777217}}"#,
+            "project.query_work_floor",
+            "0..=16777216",
+        ),
+        (
+            r#"{"project":{"query_memory_per_byte":33}}"#,
+            "project.query_memory_per_byte",
+            "1..=32",
+        ),
+        (
+            r#"{"project":{"query_memory_floor":16777217}}"#,
+            "project.query_memory_floor",
+            "0..=16777216",
+        ),
+        (
+            r#"{"tools":{"t":{"project":{"query_work_floor":1}}}}"#,
+            "tools.t.project.query_work_floor",
+            "unknown field `query_work_floor`",
         ),
         (
             r#"{"project":{"queries":"yes"}}"#,
@@ -695,6 +983,18 @@ mod readme {
         assert_eq!(
             (s.annotate_tools, s.hold_headers),
             (d.annotate_tools, d.hold_headers)
+        );
+        assert_eq!(
+            (
+                s.max_response_bytes,
+                s.max_vm_held_bytes,
+                s.legacy_session_slots
+            ),
+            (
+                d.max_response_bytes,
+                d.max_vm_held_bytes,
+                d.legacy_session_slots
+            )
         );
         assert!(!s.budget_anywhere() && !s.paging_anywhere() && !s.trim_anywhere());
     }

@@ -5,6 +5,7 @@
 
 use serde::Deserialize;
 
+use super::secret::{self, Environ, Written};
 use super::ConfigError;
 
 /// Which text blocks one callout covers.
@@ -26,8 +27,9 @@ pub struct TrimSection {
     pub authority: Option<String>,
     pub path: Option<String>,
     pub model: Option<String>,
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
+    /// Secrets: a value or `{"env": NAME}` ([`super::secret`]).
+    pub client_id: Option<Written>,
+    pub client_secret: Option<Written>,
     pub threshold_bytes: Option<u64>,
     pub timeout_ms: Option<u64>,
     pub intent_argument: Option<String>,
@@ -70,7 +72,7 @@ pub struct TrimSettings {
     pub max_queued_bytes: usize,
 }
 
-// The secret never reaches a log line, not even through `{:?}`.
+// The credentials never reach a log line, not even through `{:?}`.
 impl std::fmt::Debug for TrimSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TrimSettings")
@@ -79,7 +81,14 @@ impl std::fmt::Debug for TrimSettings {
             .field("authority", &self.authority)
             .field("path", &self.path)
             .field("model", &self.model)
-            .field("client_id", &self.client_id)
+            .field(
+                "client_id",
+                &if self.client_id.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
             .field(
                 "client_secret",
                 &if self.client_secret.is_empty() {
@@ -155,16 +164,20 @@ pub(crate) fn within(
 }
 
 impl TrimSection {
-    pub(crate) fn resolve(self) -> Result<TrimSettings, ConfigError> {
+    pub(crate) fn resolve(self, env: &dyn Environ) -> Result<TrimSettings, ConfigError> {
         let d = TrimSettings::default();
+        let secret = |s: Option<Written>, field: &str, default: String| match s {
+            Some(s) => secret::one(&s, field, env),
+            None => Ok(default),
+        };
         let s = TrimSettings {
             enabled: self.enabled.unwrap_or(d.enabled),
             cluster: self.cluster.unwrap_or(d.cluster),
             authority: self.authority.unwrap_or(d.authority),
             path: self.path.unwrap_or(d.path),
             model: self.model.unwrap_or(d.model),
-            client_id: self.client_id.unwrap_or(d.client_id),
-            client_secret: self.client_secret.unwrap_or(d.client_secret),
+            client_id: secret(self.client_id, "trim.client_id", d.client_id)?,
+            client_secret: secret(self.client_secret, "trim.client_secret", d.client_secret)?,
             threshold_bytes: usize::try_from(self.threshold_bytes.unwrap_or(8000))
                 .unwrap_or(usize::MAX),
             timeout_ms: self.timeout_ms.unwrap_or(d.timeout_ms),

@@ -22,10 +22,18 @@ impl Driver {
         let side = self.side(direction);
         side.started = true;
         side.ended |= end;
-        if side.refused {
+        let (refused, idle) = (side.refused, side.idle());
+        if direction == Direction::Response && (refused || (!reads && idle)) {
+            // Not handed to the core: counted for the record's bytes, which
+            // is published once the response ends.
+            if self.exchange.passed(size, end) && !refused {
+                return self.settle(host);
+            }
+        }
+        if refused {
             return self.flush_refused(host, direction, Site::Body { size, consumed: 0 });
         }
-        if !reads && side.idle() {
+        if !reads && idle {
             return Action::Continue;
         }
         let read = if size == 0 {
@@ -87,11 +95,19 @@ impl Driver {
         let reads = self.reads(direction);
         let side = self.side(direction);
         side.ended = true;
-        if side.refused {
+        let (refused, idle) = (side.refused, side.idle());
+        if direction == Direction::Response && (refused || (!reads && idle)) {
+            self.exchange.measured_end();
+        }
+        if refused {
             return self.flush_refused(host, direction, Site::Trailers);
         }
-        if !reads && side.idle() {
-            return Action::Continue;
+        if !reads && idle {
+            // The response's record may wait for its end.
+            return match direction {
+                Direction::Response => self.settle(host),
+                Direction::Request => Action::Continue,
+            };
         }
         let step = match direction {
             Direction::Request => self.exchange.request_trailers(&mut Shared(host)),
@@ -125,22 +141,23 @@ impl Driver {
                 }
             }
         }
+        if let Some((name, value)) = step.request_header.take() {
+            // The request headers wait for this body (held), so a change
+            // still goes with them.
+            let r = host.set_header(Headers::Request, name, &value);
+            best_effort(host, "a rewritten request header", r);
+        }
         if let Some(reply) = step.reply.take() {
             match host.send_local_response(reply.status, &reply.headers, &reply.body) {
                 Ok(()) => return self.replied(host, direction, site),
                 Err(e) => {
-                    // The request goes on to the server as it came: never a
-                    // stalled stream.
+                    // Only a page call is answered locally, and it must
+                    // never reach the server: the stream ends instead.
                     host.log(
                         LogLevel::Debug,
                         &format!("mcp-toon: local reply refused ({e:?})"),
                     );
-                    self.exchange.record(Reason::HostRefused);
-                    step.out = Out::Bytes {
-                        bytes: Sent::from(step.out).into_original(),
-                        original: None,
-                    };
-                    step.flow = Flow::Continue;
+                    return self.end_page_call(host, direction, site);
                 }
             }
         }
@@ -240,6 +257,32 @@ impl Driver {
         }
     }
 
+    /// A page call the host would not let the plugin answer (its reply, or
+    /// a body write, refused): it must not go on to the server, so the
+    /// stream is closed (Envoy resets it) — the client sees an error, the
+    /// server nothing. A host that refuses that too leaves the request
+    /// stopped until its own timeouts. Counted `host_refused`.
+    fn end_page_call(&mut self, host: &mut dyn Host, direction: Direction, site: Site) -> Action {
+        self.exchange.record(Reason::HostRefused);
+        self.exchange.abandon(direction);
+        self.callout = None;
+        if let Err(e) = host.close(direction) {
+            host.log(
+                LogLevel::Warn,
+                &format!("mcp-toon: closing a page call's stream refused ({e:?}); it waits for the host's timeout"),
+            );
+        }
+        let side = self.side(direction);
+        side.backlog.clear();
+        side.trailers_waiting = false;
+        side.paused = true;
+        self.settle(host);
+        match site {
+            Site::Body { .. } | Site::Trailers => Action::Pause,
+            Site::Reply => Action::Continue,
+        }
+    }
+
     /// After a step's bytes are in the host: pauses, continues or resumes.
     fn go_on(
         &mut self,
@@ -289,14 +332,11 @@ impl Driver {
         site: Site,
         fallback: Vec<u8>,
     ) -> Action {
+        if direction == Direction::Request && self.exchange.answers_page_call() {
+            return self.end_page_call(host, direction, site);
+        }
         if !self.side(direction).refused {
             self.exchange.record(Reason::HostRefused);
-        }
-        if matches!(self.callout, Some((_, d)) if d == direction) && direction == Direction::Request
-        {
-            // A page call's re-issued call: the request goes to the server
-            // instead, and the call's answer finds nothing waiting.
-            self.callout = None;
         }
         let mut all = fallback;
         all.extend(self.exchange.abandon(direction));

@@ -40,6 +40,7 @@ pub enum Call {
     SetProperty,
     Dispatch,
     Resume,
+    Close,
     SendLocalResponse,
     SharedGet,
     SharedSet,
@@ -50,7 +51,7 @@ pub enum Call {
 }
 
 impl Call {
-    pub const ALL: [Call; 17] = [
+    pub const ALL: [Call; 18] = [
         Call::Header,
         Call::Headers,
         Call::SetHeader,
@@ -61,6 +62,7 @@ impl Call {
         Call::SetProperty,
         Call::Dispatch,
         Call::Resume,
+        Call::Close,
         Call::SendLocalResponse,
         Call::SharedGet,
         Call::SharedSet,
@@ -123,6 +125,8 @@ pub struct MemoryHost {
     pub shared: SharedMemory,
     /// The local reply sent, if any.
     pub local_reply: Option<LocalReply>,
+    /// The stream was closed (reset) from this direction's side.
+    pub closed: Option<Direction>,
     /// The plugin-wide timer asked for.
     pub tick_period: Option<Duration>,
     pub counters: HashMap<String, u64>,
@@ -317,6 +321,11 @@ impl MemoryHost {
         }
     }
 
+    /// The direction's headers went on (to the server, for the request).
+    pub fn went_on(&self, d: Direction) -> bool {
+        self.side_ref(d).headers_sent
+    }
+
     /// The headers callback paused the direction's headers.
     pub fn headers_held(&self, d: Direction) -> bool {
         self.side_ref(d).headers_held
@@ -328,10 +337,11 @@ impl MemoryHost {
     }
 
     /// The direction is stopped (paused body or trailers waiting), and no
-    /// local reply ended the stream.
+    /// local reply or close ended the stream.
     pub fn stopped(&self, d: Direction) -> bool {
         let s = self.side_ref(d);
         self.local_reply.is_none()
+            && self.closed.is_none()
             && (s.paused || s.trailers_waiting || (s.headers_held && !s.headers_sent))
     }
 
@@ -484,6 +494,13 @@ impl Host for MemoryHost {
     fn resume(&mut self, direction: Direction) -> HostResult<()> {
         self.check(Call::Resume)?;
         self.side(direction).resumed = true;
+        Ok(())
+    }
+
+    /// Envoy's `closeStream`: the stream is reset; nothing more goes on.
+    fn close(&mut self, direction: Direction) -> HostResult<()> {
+        self.check(Call::Close)?;
+        self.closed = Some(direction);
         Ok(())
     }
 

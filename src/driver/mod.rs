@@ -13,12 +13,16 @@
 //! `per_connection_buffer_limit_bytes` and resets a stream whose buffered
 //! body passes it, so the driver leaves a paused buffer empty while it
 //! waits (bytes the core let go wait in the driver's backlog, the rest in
-//! the core) and fills it in one write when the direction goes on. The driver does not bound that write:
-//! the core does, by what it holds — `max_body_bytes` for a collected JSON
-//! body, or `paging.max_result_bytes` when the request calls a tool with a
-//! budget (its result is cut; `Exchange::response_limit`), and
-//! `trim.max_queued_bytes` for an event and those queued behind its
-//! callout (README "Buffering and Envoy's buffer limit").
+//! the core) and fills it in one write when the direction goes on. The
+//! driver does not bound that write: the core does, by what it holds while
+//! paused — `max_body_bytes` for a JSON body with held headers or a trim
+//! callout, `trim.max_queued_bytes` for an event and those queued behind
+//! its callout. A body that never pauses (up to `max_response_bytes`, or
+//! `paging.max_result_bytes` when the request calls a tool with a budget:
+//! `Exchange::response_limit`) goes out in the body callback that completes
+//! it, which continues, and Envoy does not buffer it (README "Buffering and
+//! Envoy's buffer limit"). What all streams of the VM hold together is
+//! bounded by its memory budget ([`Vm`]).
 //!
 //! Nothing is lost on the driver's side of the host:
 //! - a body ends at its JSON value's closing bracket or its last SSE event,
@@ -33,12 +37,13 @@
 //!
 //! On the request path the driver also answers a page call without the
 //! server: the request's headers wait with its body, then the driver sends
-//! the core's local reply, or first calls the route's cluster with the
-//! re-issued tool call and sends the reply the core makes of its answer. A
-//! host that refuses the reply gets the request on to the server as it
-//! came. Plugin-wide, [`configured`] and [`tick`] keep the page store.
+//! the core's local reply, or first makes the re-issued tool call and
+//! sends the reply the core makes of its answer. Nothing of a page call
+//! ever goes on: a host that refuses the reply gets the stream closed.
+//! Plugin-wide, [`configured`] and [`tick`] keep the page store.
 
 mod carry;
+mod ledger;
 mod memory;
 mod plugin;
 mod record;
@@ -57,7 +62,7 @@ use shared::Shared;
 use side::{Side, Site};
 
 use crate::callout::LlmReply;
-use crate::config::{Settings, StreamInfo};
+use crate::config::{Settings, StreamInfo, VM_WORK_FACTOR};
 use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan};
 use crate::host::{Action, Body, Direction, HeaderMap, Headers, Host, LogLevel};
 use crate::outcome::Reason;
@@ -67,6 +72,12 @@ use crate::page::reissue::UpstreamReply;
 /// this VM (an incomplete trailing SSE event, events queued behind a
 /// callout, a collected JSON body).
 pub const HELD_BYTES_MAX: &str = "mcp_toon_held_bytes_max";
+/// Gauge: the bytes all streams of this VM hold now ([`Vm`]'s ledger), as
+/// the memory budget (`max_vm_held_bytes`) counts them.
+pub const VM_HELD_BYTES: &str = "mcp_toon_vm_held_bytes";
+/// Gauge: the most that sum has been, with the working memory reserved for
+/// the largest stream's stages ([`Vm::reserved`]): what the budget bounds.
+pub const VM_HELD_BYTES_MAX: &str = "mcp_toon_vm_held_bytes_max";
 /// Gauge: this VM's memory in bytes (for wasm its peak: it never shrinks).
 pub const VM_MEMORY_BYTES: &str = "mcp_toon_vm_memory_bytes";
 /// Filter-state key of the decision record; Envoy stores it as
@@ -83,9 +94,33 @@ pub const SUMMARY_HEADER: &str = "x-mcp-toon";
 /// where the host may need them ([`Vm::bodies_unasked`]).
 const APISIX_BODY: [&str; 2] = ["wasm_process_req_body", "wasm_process_resp_body"];
 
-/// What the streams of one VM share.
+/// What the streams of one VM share: every Envoy worker runs its own VM,
+/// so the adapter keeps one per thread, whatever plugin configurations
+/// (root contexts) the VM serves.
+///
+/// **The memory budget.** The driver drains Envoy's buffers into the VM's
+/// memory (see above), so Envoy's flow control never bounds what the
+/// plugin holds; this ledger does. Each stream's charge is what its core
+/// and its backlogs take now ([`Exchange::memory`]); while the stages run
+/// on a body they need [`VM_WORK_FACTOR`] times it, and only one stream's
+/// stages run at a time on a VM (a callback runs to its end). So the
+/// budget bounds the sum of the charges plus that working memory for the
+/// largest charge: a stream may grow only where the sum with its new size,
+/// and the working memory of the largest stream then, fit
+/// `max_vm_held_bytes` ([`Vm::room`]). A stream that would not fit is not
+/// read further: what it holds goes on as it came (`vm_memory_budget`).
 #[derive(Debug, Default)]
 pub struct Vm {
+    /// Sum of the streams' charges.
+    held: Cell<usize>,
+    /// The streams' charges, one per stream holding bytes (the largest is
+    /// the one whose stages need the most working memory). A VM serves a
+    /// few hundred streams at most: a list, scanned.
+    charges: std::cell::RefCell<Vec<usize>>,
+    /// The most [`Vm::reserved`] has been, and the values last set in the
+    /// held gauges.
+    reserved_peak: Cell<usize>,
+    held_set: Cell<usize>,
     held_peak: Cell<usize>,
     /// The memory last set in [`VM_MEMORY_BYTES`]: a wasm VM's memory only
     /// grows, so the gauge is set when it does, not after every callback.
@@ -96,9 +131,70 @@ pub struct Vm {
     bodies_unasked: Cell<bool>,
 }
 
+impl Vm {
+    /// Moves one stream's charge from `old` to `new` bytes.
+    fn charge(&self, old: usize, new: usize) {
+        if old == new {
+            return;
+        }
+        let mut charges = self.charges.borrow_mut();
+        if let Some(i) = charges.iter().position(|&c| c == old).filter(|_| old > 0) {
+            charges.swap_remove(i);
+        }
+        if new > 0 {
+            charges.push(new);
+        }
+        self.held
+            .set(self.held.get().saturating_sub(old).saturating_add(new));
+    }
+
+    /// The largest charge other than one of `own` bytes.
+    fn largest_other(&self, own: usize) -> usize {
+        let charges = self.charges.borrow();
+        let mut skipped = own == 0;
+        let mut largest = 0;
+        for &c in charges.iter() {
+            if c == own && !skipped {
+                skipped = true;
+                continue;
+            }
+            largest = largest.max(c);
+        }
+        largest
+    }
+
+    /// What the budget counts: the charges, and the working memory the
+    /// stages of the largest would need on top of it.
+    pub fn reserved(&self) -> usize {
+        let largest = self.charges.borrow().iter().copied().max().unwrap_or(0);
+        self.held
+            .get()
+            .saturating_add(largest.saturating_mul(VM_WORK_FACTOR - 1))
+    }
+
+    /// The most one stream charged `own` bytes now may hold under `budget`:
+    /// the largest size `b` for which the other streams' charges, `b`, and
+    /// the working memory of the largest of them all still fit. At or above
+    /// the largest other charge, its own working memory bounds it;
+    /// below, the largest other's does.
+    fn room(&self, own: usize, budget: usize) -> usize {
+        let others = self.held.get().saturating_sub(own);
+        let largest = self.largest_other(own);
+        let free = budget.saturating_sub(others);
+        let alone = free / VM_WORK_FACTOR;
+        if alone >= largest {
+            alone
+        } else {
+            free.saturating_sub(largest.saturating_mul(VM_WORK_FACTOR - 1))
+        }
+    }
+}
+
 /// One stream.
 pub struct Driver {
     vm: Rc<Vm>,
+    /// What this stream is charged in the VM's ledger ([`Vm`]).
+    charged: usize,
     exchange: Exchange,
     request: Side,
     response: Side,
@@ -176,6 +272,7 @@ impl Driver {
         Self {
             exchange: Exchange::new(settings),
             vm,
+            charged: 0,
             request: Side::default(),
             response: Side::default(),
             counted: 0,
@@ -203,11 +300,15 @@ impl Driver {
         let (content_type, accept) = (get("content-type"), get("accept"));
         let (mcp_method, mcp_name) = (get("mcp-method"), get("mcp-name"));
         let accept_encoding = pairs.is_none() || get("accept-encoding").is_some();
-        // Only `servers[]` entries match on these, and paging binds pages
-        // to the cluster and calls the tool again there: without either,
-        // two host calls saved on every request.
+        // Only `servers[]` entries match on these, paging binds pages to
+        // the cluster and calls the tool again there, and what listings
+        // teach about the plugin's arguments is kept per server: without
+        // any of them, two host calls saved on every request.
         let settings = self.exchange.settings();
-        let stream = if settings.matches_servers() || settings.paging_anywhere() {
+        let stream = if settings.matches_servers()
+            || settings.paging_anywhere()
+            || !settings.stripped_arguments().is_empty()
+        {
             StreamInfo {
                 route: text_property(host, &["xds", "route_name"]),
                 cluster: text_property(host, &["xds", "cluster_name"]),
@@ -216,6 +317,26 @@ impl Driver {
         } else {
             StreamInfo::default()
         };
+        let reissue_mark = get(crate::page::mark::HEADER);
+        // Where an authentication filter left the caller's identity
+        // (`paging.owner` from metadata): read only when configured.
+        let owner_metadata = self.exchange.owner_property().and_then(|path| {
+            let mut full = vec!["metadata", "filter_metadata"];
+            full.extend(path.iter().map(String::as_str));
+            host.property(&full).unwrap_or_else(|e| {
+                host.log(
+                    LogLevel::Debug,
+                    &format!("mcp-toon: owner metadata unreadable ({e:?})"),
+                );
+                None
+            })
+        });
+        // The clock only for a mark's expiry: a host call saved elsewhere.
+        let now_ms = reissue_mark.as_ref().map_or(0, |_| {
+            host.now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        });
         let headers = match (&pairs, self.exchange.wants_request_headers()) {
             (_, false) => Vec::new(),
             (Some(pairs), true) => pairs.to_vec(),
@@ -235,7 +356,16 @@ impl Driver {
             headers: &headers,
             mcp_method: mcp_method.as_deref(),
             mcp_name: mcp_name.as_deref(),
+            owner_metadata: owner_metadata.as_deref(),
+            reissue_mark: reissue_mark.as_deref(),
+            now_ms,
         });
+        if plan.remove_reissue_mark {
+            // A refusal leaves the mark on: the server sees a header it
+            // ignores, which no one but this gateway's key can make.
+            let r = host.remove_header(Headers::Request, crate::page::mark::HEADER);
+            best_effort(host, "removing the re-issue mark", r);
+        }
         if plan.strip_accept_encoding && accept_encoding {
             // Refused: the server may compress, and a compressed response
             // passes through unchanged.
@@ -264,14 +394,26 @@ impl Driver {
     }
 
     pub fn request_body(&mut self, host: &mut dyn Host, size: usize, end: bool) -> Action {
-        self.body(host, Direction::Request, size, end)
+        self.grant();
+        let action = self.body(host, Direction::Request, size, end);
+        self.recharge(host);
+        action
     }
 
     pub fn request_trailers(&mut self, host: &mut dyn Host) -> Action {
-        self.trailers(host, Direction::Request)
+        let action = self.trailers(host, Direction::Request);
+        self.recharge(host);
+        action
     }
 
     pub fn response_headers(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
+        self.grant();
+        let action = self.response_head(host, end_of_stream);
+        self.recharge(host);
+        action
+    }
+
+    fn response_head(&mut self, host: &mut dyn Host, end_of_stream: bool) -> Action {
         self.response.started = true;
         self.response.ended = end_of_stream;
         let held_back = self.exchange.response_started(&mut Shared(host));
@@ -283,8 +425,11 @@ impl Driver {
                 let r = host.set_header(Headers::Response, SUMMARY_HEADER, &summary);
                 best_effort(host, "the summary header", r);
             }
-            self.exchange
-                .response_headers(ResponseHead::default(), &mut Shared(host));
+            let head = ResponseHead {
+                end_of_stream,
+                ..ResponseHead::default()
+            };
+            self.exchange.response_headers(head, &mut Shared(host));
             return self.settle(host);
         }
         let pairs = host.headers(Headers::Response).ok();
@@ -322,17 +467,28 @@ impl Driver {
     }
 
     pub fn response_body(&mut self, host: &mut dyn Host, size: usize, end: bool) -> Action {
-        self.body(host, Direction::Response, size, end)
+        self.grant();
+        let action = self.body(host, Direction::Response, size, end);
+        self.recharge(host);
+        action
     }
 
     pub fn response_trailers(&mut self, host: &mut dyn Host) -> Action {
-        self.trailers(host, Direction::Response)
+        let action = self.trailers(host, Direction::Response);
+        self.recharge(host);
+        action
     }
 
     /// The reply to the callout in flight: its headers and `body_size`
     /// bytes of body are readable from the host now. A reply without a
     /// status is a failure (a reset, or a timeout some hosts report so).
     pub fn callout_reply(&mut self, host: &mut dyn Host, body_size: usize) {
+        self.grant();
+        self.reply(host, body_size);
+        self.recharge(host);
+    }
+
+    fn reply(&mut self, host: &mut dyn Host, body_size: usize) {
         let (started, direction) = match self.callout.take() {
             Some((since, direction)) => (Some(since), direction),
             None => (None, Direction::Response),
@@ -341,6 +497,16 @@ impl Driver {
         if direction == Direction::Request {
             // A page call's re-issued tool call.
             let reply = match status {
+                // Not read: the VM would hold it whole.
+                Some(_) if body_size > self.exchange.max_upstream_reply_bytes() => {
+                    UpstreamReply::TooLarge
+                }
+                // Not read: the VM would pass its memory budget holding it
+                // (the page tool answers with its error).
+                Some(_) if self.exchange.over_room_by(body_size) => {
+                    self.exchange.record(Reason::VmMemoryBudget);
+                    UpstreamReply::Failed
+                }
                 Some(status) => match read_reply(host, body_size) {
                     Ok(body) => UpstreamReply::Response {
                         status,
@@ -370,6 +536,12 @@ impl Driver {
                 status,
                 bytes: body_size,
             },
+            // Nor where the VM would pass its memory budget holding it: the
+            // block goes on untrimmed.
+            Some(_) if self.exchange.over_room_by(body_size) => {
+                self.exchange.record(Reason::VmMemoryBudget);
+                LlmReply::NotSent
+            }
             Some(status) => match host.body(Body::CalloutReply, 0, body_size) {
                 Ok(body) => LlmReply::Response { status, body },
                 // A reply it cannot read is a reply it did not get.
@@ -396,6 +568,7 @@ impl Driver {
             self.exchange.record(Reason::LostAtReset);
         }
         self.publish(host);
+        self.discharge(host);
     }
 
     /// Sets the APISIX flag for `direction`'s body, unless the host runs
@@ -417,6 +590,30 @@ impl Driver {
             Direction::Request => &mut self.request,
             Direction::Response => &mut self.response,
         }
+    }
+
+    /// For a host that holds a whole body and hands it over in pieces it
+    /// pulls (http-wasm buffers a body; the plugin reads it with
+    /// `read_body`): whether the core still wants `direction`'s bytes or
+    /// holds some of them. False: the rest may stay as the host holds it,
+    /// unread. (Compiled only where a host asks: the Envoy module's code
+    /// stays as it was, byte for byte.)
+    #[cfg(any(test, feature = "traefik"))]
+    pub fn wants_body(&self, direction: Direction) -> bool {
+        let side = match direction {
+            Direction::Request => &self.request,
+            Direction::Response => &self.response,
+        };
+        self.reads(direction) || !side.idle()
+    }
+
+    /// After the request: whether the response is worth reading, for a
+    /// host that must choose before the request goes on whether to buffer
+    /// the response (http-wasm's `buffer_response`). False: nothing in it
+    /// can change, and its headers need not be read either.
+    #[cfg(any(test, feature = "traefik"))]
+    pub fn wants_response(&self) -> bool {
+        !self.exchange.ignores_response()
     }
 
     fn reads(&self, direction: Direction) -> bool {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::shared::Shared;
-use super::{best_effort, Vm, HELD_BYTES_MAX, VM_MEMORY_BYTES};
+use super::{best_effort, Vm, HELD_BYTES_MAX, VM_HELD_BYTES, VM_HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::config::Settings;
 use crate::host::{Host, LogLevel};
 use crate::page::store::{Figures, Store};
@@ -13,7 +13,12 @@ use crate::shared::SessionStore;
 
 /// Every gauge the driver may set, for a host that defines them up front.
 pub fn all_gauges() -> Vec<&'static str> {
-    let mut names = vec![HELD_BYTES_MAX, VM_MEMORY_BYTES];
+    let mut names = vec![
+        HELD_BYTES_MAX,
+        VM_MEMORY_BYTES,
+        VM_HELD_BYTES,
+        VM_HELD_BYTES_MAX,
+    ];
     names.extend(STORE_GAUGES);
     names
 }
@@ -28,6 +33,7 @@ pub const ENVOY_PROPERTY: &str = "plugin_vm_id";
 /// A configuration was accepted. The host is asked once whether it is
 /// Envoy, which runs body callbacks unasked: then no stream of the VM sets
 /// the APISIX body flags ([`super::Vm`]); any other answer keeps them.
+/// With a page store, its owner key is made now ([`crate::page::keys`]).
 /// Expired pages are emptied on every write, and on a timer so their
 /// memory goes back without traffic. A host that refuses the timer keeps
 /// them until the next write (logged).
@@ -36,6 +42,14 @@ pub fn configured(host: &mut dyn Host, settings: &Settings, vm: &Vm) {
     vm.bodies_unasked.set(envoy);
     if !settings.paging_anywhere() || settings.paging.store_bytes == 0 {
         return;
+    }
+    // The key stored pages are bound with, made before any stream cuts a
+    // result: every worker's VM then reads the one that stands.
+    if crate::page::keys::local(&mut Shared(host)).is_none() {
+        host.log(
+            LogLevel::Warn,
+            "mcp-toon: no shared data or randomness for the page store's key; pages are not stored",
+        );
     }
     let period = (settings.paging.ttl_s / 2).clamp(1, 60);
     if let Err(e) = host.set_tick_period(Duration::from_secs(period)) {

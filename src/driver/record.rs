@@ -43,6 +43,9 @@ impl Driver {
             return;
         }
         self.published = true;
+        // The stream is over: a response that never ended reports what of
+        // it passed.
+        self.exchange.measured_end();
         self.count(host, true);
         let report = self.exchange.report();
         if report.is_empty() || !self.exchange.recorded() {

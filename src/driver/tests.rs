@@ -14,7 +14,10 @@ use crate::driver::Call;
 use crate::outcome::{Outcome, Reason};
 use crate::sim::{Script, Transcript};
 
+mod memory;
+mod owner;
 mod paging;
+mod pull;
 
 /// A call with both arguments the gateway may take out: the trim intent
 /// and the project query (each stays where its stage is off).

@@ -27,6 +27,9 @@ fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
         headers: &[],
         mcp_method: None,
         mcp_name: None,
+        owner_metadata: None,
+        reissue_mark: None,
+        now_ms: 0,
     });
     e.request_chunk(body, true, store)
 }
@@ -493,12 +496,12 @@ fn respond(e: &mut Exchange, body: &[u8], with_length: bool, store: &mut Store) 
     out
 }
 
-/// `max_body_bytes` at its boundary: a response of exactly that many bytes
-/// is read and rewritten; one byte more passes whole, as the server sent
-/// it, counted `response_too_large` — announced by `content-length` or
-/// found as the body runs past it.
+/// `max_response_bytes` at its boundary: a response of exactly that many
+/// bytes is read and rewritten; one byte more passes whole, as the server
+/// sent it, counted `response_too_large` — announced by `content-length`
+/// or found as the body runs past it.
 #[test]
-fn max_body_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
+fn max_response_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
     // Padded to a round size inside the result (a member the stages leave).
     let base = result(1, json!({"pad": ""})).len();
     let n = base.div_ceil(1024) * 1024 + 1024;
@@ -506,7 +509,7 @@ fn max_body_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
     assert_eq!(body.len(), n);
     for with_length in [true, false] {
         let mut store = Store::default();
-        let mut e = exchange(&format!(r#"{{"max_body_bytes":{n}}}"#));
+        let mut e = exchange(&format!(r#"{{"max_response_bytes":{n}}}"#));
         post(&mut e, &call("1", "rows", json!({})), &mut store);
         let out = respond(&mut e, &body, with_length, &mut store);
         assert!(
@@ -517,7 +520,7 @@ fn max_body_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
         assert!(out.len() < body.len());
 
         let mut store = Store::default();
-        let mut e = exchange(&format!(r#"{{"max_body_bytes":{}}}"#, n - 1));
+        let mut e = exchange(&format!(r#"{{"max_response_bytes":{}}}"#, n - 1));
         post(&mut e, &call("1", "rows", json!({})), &mut store);
         let out = respond(&mut e, &body, with_length, &mut store);
         assert_eq!(

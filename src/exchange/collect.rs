@@ -41,6 +41,11 @@ impl Collected {
         self.length = length;
     }
 
+    /// The length the body announced, if it did.
+    pub(super) fn announced(&self) -> Option<usize> {
+        self.length
+    }
+
     /// Adds a chunk; on `Open` the chunk is kept.
     pub(super) fn push(&mut self, chunk: &[u8], end_of_stream: bool, max: usize) -> Collecting {
         self.seen = self.seen.saturating_add(chunk.len());

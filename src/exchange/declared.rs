@@ -2,68 +2,125 @@
 //! query) in their own `inputSchema`. For those the argument is the tool's:
 //! a call keeps it, and the plugin does not act on it.
 //! The plugin learns it from the `tools/list` responses it sees, per server
-//! scope (the matching `servers[]` entry, or the top level), and keeps it in
-//! shared data so that every worker's streams know it.
+//! ([`StreamInfo::server`](crate::config::StreamInfo::server): route,
+//! cluster and authority), and keeps it in shared data so that every
+//! worker's streams know it. What one server's listing says never changes
+//! another server's record: two servers behind one cluster, or under one
+//! `servers[]` entry, may name a tool alike and declare different
+//! arguments.
 //!
 //! A call to a tool no listing has shown (the listing went through another
 //! proxy, or the process restarted since) is treated as not declaring it:
 //! the argument name is the operator's choice (`trim.intent_argument`),
 //! picked not to collide with real tools' arguments.
 //!
-//! The record of one scope is bounded ([`MAX_RECORD_BYTES`]): a server that
-//! lists more declaring tools than fit has the rest counted
-//! `listing_record_full` (and their argument taken out, as for an unseen
-//! tool).
+//! Shared data keys cannot be deleted (proxy-wasm ABI 0.2.1) and a client
+//! chooses the authority, so the records live in a fixed number of slots
+//! ([`SLOTS`]), one server each, chosen by HMAC-SHA256 under the process's
+//! slot key (the one of the 2024-11-05 records: no client can aim at
+//! another server's slot). A slot held by another server's record is not
+//! taken until that record has gone a day without a listing; meanwhile the
+//! new server's declaring tools are counted `listing_record_full` (and
+//! their argument taken out, as for an unseen tool). The record of one
+//! server is bounded too ([`MAX_RECORD_BYTES`]): a server that lists more
+//! declaring tools than fit has the rest counted the same way.
 
 use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
 
 use super::{Exchange, SessionStore, Unstored};
 use crate::outcome::Reason;
 use crate::pipeline::Listed;
 use crate::report::Decision;
 
-/// The most bytes the record of one server scope takes in shared data.
+/// The most bytes the record of one server takes in shared data.
 pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Slots of server records.
+pub const SLOTS: u32 = 1024;
+/// A record not refreshed by a listing for this long gives its slot up to
+/// another server (and is refreshed when half that has passed).
+pub const STALE_S: u64 = 86_400;
 
 /// Tool name → the plugin's argument names its schema declares.
 pub(super) type Declared = IndexMap<String, Vec<String>>;
 
-impl Exchange {
-    fn declared_key(&self) -> String {
-        format!(
-            "mcp_toon.declares.{}",
-            self.settings.scope_label(self.scope)
-        )
-    }
+/// One server's record in its slot.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    /// The server ([`StreamInfo::server`](crate::config::StreamInfo::server)).
+    s: String,
+    /// When a listing last wrote it, in seconds since the Unix epoch.
+    at: u64,
+    d: Declared,
+}
 
-    /// What this stream's scope has learnt.
-    pub(super) fn declared(&self, sessions: &dyn SessionStore) -> Declared {
-        sessions
-            .get(&self.declared_key())
-            .and_then(|(v, _)| serde_json::from_slice(&v).ok())
+/// The slot of `server` under the slot key.
+pub(super) fn slot(key: &[u8], server: &str) -> Option<String> {
+    let n = super::session::keyed(key, &[b"declares", server.as_bytes()], u64::from(SLOTS))?;
+    Some(format!("mcp_toon.declares.{n}"))
+}
+
+impl Exchange {
+    /// What the stream's server has taught.
+    pub(super) fn declared(&self, sessions: &mut dyn SessionStore) -> Declared {
+        let server = self.stream_info.server();
+        let Some(key) = super::session::hash_key(sessions, false) else {
+            // No key yet: nothing was ever learnt.
+            return Declared::default();
+        };
+        slot(&key, &server)
+            .and_then(|k| sessions.get(&k))
+            .and_then(|(v, _)| serde_json::from_slice::<Record>(&v).ok())
+            .filter(|r| r.s == server)
+            .map(|r| r.d)
             .unwrap_or_default()
     }
 
     /// A listing passed: remember its declaring tools, forget the others it
-    /// names. Compare-and-swap: listings of two workers may cross.
+    /// names, in the record of its own server. Compare-and-swap: listings
+    /// of two workers may cross.
     pub(super) fn learn(&mut self, listed: &[Listed], sessions: &mut dyn SessionStore) {
         if listed.is_empty() {
             return;
         }
-        let key = self.declared_key();
+        let declaring = listed.iter().filter(|(_, a)| !a.is_empty()).count();
+        let server = self.stream_info.server();
+        let Some(key) = super::session::hash_key(sessions, declaring > 0) else {
+            return;
+        };
+        let Some(slot) = slot(&key, &server) else {
+            return;
+        };
+        let now = sessions.now_ms() / 1000;
         for _ in 0..3 {
-            let (value, cas) = sessions.get(&key).unwrap_or_default();
-            let mut record: Declared = serde_json::from_slice(&value).unwrap_or_default();
-            let before = record.clone();
-            let full = merge(&mut record, listed);
-            if record == before {
+            let (value, cas) = sessions.get(&slot).unwrap_or_default();
+            let held = serde_json::from_slice::<Record>(&value).ok();
+            let mut record = match held {
+                Some(r) if r.s == server => r,
+                Some(r) if now.saturating_sub(r.at) < STALE_S => {
+                    // Another server's live record: left alone.
+                    if declaring > 0 {
+                        self.count_full(declaring);
+                    }
+                    return;
+                }
+                _ => Record {
+                    s: server.clone(),
+                    ..Record::default()
+                },
+            };
+            let before = record.d.clone();
+            let full = merge(&mut record.d, listed);
+            let fresh = now.saturating_sub(record.at) < STALE_S / 2;
+            if record.d == before && (fresh || record.d.is_empty()) {
                 self.count_full(full);
                 return;
             }
+            record.at = now;
             let Ok(bytes) = serde_json::to_vec(&record) else {
                 return;
             };
-            match sessions.set(&key, &bytes, cas) {
+            match sessions.set(&slot, &bytes, cas) {
                 Ok(()) => {
                     self.count_full(full);
                     return;

@@ -33,7 +33,7 @@ impl Exchange {
                 };
                 // What was taken out goes back in front of this chunk,
                 // unchanged.
-                self.pass_rest(reason);
+                self.pass_response(reason);
                 let body = self.response_body.take_with(chunk);
                 let mut step = if kept {
                     Step::send(body)
@@ -52,12 +52,19 @@ impl Exchange {
     /// body and `after` are exactly the chunk at hand.
     fn json_end(
         &mut self,
-        body: Vec<u8>,
+        mut body: Vec<u8>,
         after: Vec<u8>,
         one_chunk: bool,
         sessions: &mut dyn SessionStore,
     ) -> Step {
         self.phase = Phase::Done;
+        let body_len = body.len();
+        // Listings first (`listings`): the stages then see the new listing
+        // as they would the server's. `relisted`: the body as it came.
+        let relisted = self
+            .listing_response(&body, sessions)
+            .map(|new| std::mem::replace(&mut body, new));
+        let one_chunk = one_chunk && relisted.is_none();
         let resolved = self.resolved.get_or_insert_with(|| {
             pipeline::Resolved::of(&self.settings, self.scope, &self.request)
         });
@@ -72,10 +79,22 @@ impl Exchange {
         );
         let job = match started {
             Err(_) if one_chunk => return self.unchanged_chunk(),
-            Err(original) => return self.final_body(Output::Unchanged(original), None, after),
+            Err(b) => {
+                let (out, original) = relisted_output(Output::Unchanged(b), None, relisted);
+                return self.final_body(out, original, after);
+            }
             Ok(job) => job,
         };
         self.learn(job.listed(), sessions);
+        let mut job = job;
+        if job.callout().is_some() && body_len > self.settings.max_body_bytes {
+            // The reply's step writes the body into the paused response's
+            // buffer, which Envoy holds to its buffer limit (DESIGN "Facts
+            // about the platform"; `max_body_bytes` stays below it): a body
+            // larger than that goes on untrimmed, as an event too large to
+            // wait does.
+            job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+        }
         match job.callout().cloned() {
             // Everything waits for the reply, which sends the body.
             Some(request) => {
@@ -84,7 +103,10 @@ impl Exchange {
             }
             None => match self.finish_job(job, None, sessions) {
                 (Output::Unchanged(_), _) if one_chunk => self.unchanged_chunk(),
-                (out, original) => self.final_body(out, original, after),
+                (out, original) => {
+                    let (out, original) = relisted_output(out, original, relisted);
+                    self.final_body(out, original, after)
+                }
             },
         }
     }
@@ -129,5 +151,18 @@ impl Exchange {
         let announced = self.response_length?;
         let remaining = announced.saturating_sub(self.response_body.seen);
         Some(sent.map_or(announced, |n| n.saturating_add(remaining)))
+    }
+}
+
+/// The stages' output over a listing the exchange rewrote first: changed,
+/// whatever the stages did, and its original the body as it came.
+pub(super) fn relisted_output(
+    out: Output,
+    original: Option<Vec<u8>>,
+    relisted: Option<Vec<u8>>,
+) -> (Output, Option<Vec<u8>>) {
+    match relisted {
+        Some(came) => (Output::Changed(out.into_bytes()), Some(came)),
+        None => (out, original),
     }
 }

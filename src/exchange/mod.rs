@@ -17,7 +17,10 @@
 mod collect;
 mod declared;
 mod json;
+mod listings;
+mod memory;
 mod paging;
+mod record;
 mod request;
 mod session;
 mod stream;
@@ -60,6 +63,13 @@ pub struct RequestHead<'a> {
     /// method and, for `tools/call`, its tool, for routing intermediaries.
     pub mcp_method: Option<&'a str>,
     pub mcp_name: Option<&'a str>,
+    /// The property [`Exchange::owner_property`] names, when it does: the
+    /// identity an authentication filter left in dynamic metadata.
+    pub owner_metadata: Option<&'a [u8]>,
+    /// The `x-mcp-toon-reissue` header ([`crate::page::mark`]).
+    pub reissue_mark: Option<&'a str>,
+    /// The host's clock, Unix milliseconds (a mark's expiry).
+    pub now_ms: u64,
 }
 
 /// What to do with the request headers.
@@ -76,6 +86,9 @@ pub struct RequestPlan {
     /// be a page call, answered without the server). Needs Envoy's
     /// `allow_on_headers_stop_iteration`.
     pub pause_headers: bool,
+    /// Remove the re-issue mark ([`crate::page::mark::HEADER`]): it never
+    /// goes on to the server.
+    pub remove_reissue_mark: bool,
 }
 
 /// What the host knows when response headers arrive.
@@ -154,6 +167,9 @@ pub struct Step {
     /// Request path only: make this call to the route's cluster and hand
     /// its answer to [`Exchange::upstream_reply`].
     pub upstream: Option<LlmRequest>,
+    /// Request path only, with the request headers held: set this request
+    /// header (a rewritten call's `Mcp-Name`) before they go.
+    pub request_header: Option<(&'static str, String)>,
 }
 
 impl Step {
@@ -165,6 +181,7 @@ impl Step {
             callout: None,
             reply: None,
             upstream: None,
+            request_header: None,
         }
     }
 
@@ -249,24 +266,44 @@ pub struct Exchange {
     report: Report,
     /// What the host knows of the stream: route, cluster, authority.
     stream_info: StreamInfo,
-    /// Session and cluster of the stream's pages ([`crate::page::binding`]).
-    binding: [u8; 8],
+    /// Whom the stream's pages belong to ([`crate::page::owner`]).
+    owner: crate::page::owner::Owner,
     /// Paging on: the request headers wait for the body.
     hold_request: bool,
+    /// The request is a page call the plugin answers: nothing of it goes
+    /// on to the server, whatever happens.
+    page_call: bool,
+    /// A re-issue mark that did not verify: removed from the request.
+    remove_mark: bool,
     /// A page call's `:path`, `accept` and headers, for its reply or a
     /// re-issued call.
     path: String,
     accept: Option<String>,
     request_headers: Vec<(String, String)>,
-    /// A page call waiting for the tool to be called again, and the page
-    /// call's own bytes (they go to the server should the host refuse the
-    /// reply).
-    reissue: Option<(Box<Reissue>, Vec<u8>)>,
+    /// A page call waiting for the tool to be called again.
+    reissue: Option<Box<Reissue>>,
     /// Most response bytes held ([`Exchange::response_limit`]).
     limit: usize,
+    /// What `listings` keeps of the request.
+    listing: listings::ListingState,
     /// Whether the stream's decisions go into a record
     /// ([`Exchange::pass_unrecorded`]).
     recorded: bool,
+    /// The most bytes the stream may hold, in its body buffers and queues
+    /// together: its share of the VM's memory budget, set by the driver
+    /// before each callback ([`Exchange::allow`]). Past it the stream is not
+    /// read further (`vm_memory_budget`).
+    room: usize,
+    /// Response body bytes seen, read or not: what a response-level
+    /// decision reports as its `bytes_before`.
+    response_bytes: usize,
+    /// The response's size, once known: announced by its `content-length`,
+    /// or counted to its end.
+    response_size: Option<usize>,
+    /// Decisions about the whole response that take its size once it ends
+    /// (their place counted from the stream's first decision, so a long
+    /// stream's forgotten ones do not shift it).
+    measured: Vec<usize>,
 }
 
 impl Exchange {
@@ -290,14 +327,21 @@ impl Exchange {
             stream: None,
             report: Report::default(),
             stream_info: StreamInfo::default(),
-            binding: [0; 8],
+            owner: crate::page::owner::Owner::default(),
             hold_request: false,
+            page_call: false,
+            remove_mark: false,
             path: String::new(),
             accept: None,
             request_headers: Vec::new(),
             reissue: None,
             limit: 0,
+            listing: listings::ListingState::default(),
             recorded: true,
+            room: usize::MAX,
+            response_bytes: 0,
+            response_size: None,
+            measured: Vec::new(),
         }
     }
 
@@ -339,8 +383,14 @@ impl Exchange {
         self.legacy_pending.clear();
         if self.phase != Phase::Interested {
             self.phase = Phase::Done;
+            if head.end_of_stream {
+                self.measured_end();
+            }
             return ResponsePlan::Pass;
         }
+        // A length the body may not keep (it passes unread whatever it
+        // says); the record reports it as announced.
+        self.response_size = head.content_length;
         let media = head.content_type.unwrap_or_default();
         let (sse, json) = (
             is_media(media, "text/event-stream"),
@@ -370,17 +420,31 @@ impl Exchange {
             Some(Reason::MalformedResponse)
         } else if head.end_of_stream {
             Some(Reason::NotJsonResponse)
+        } else if !sse && head.content_length.is_some_and(|n| self.over_room_by(n)) {
+            // Collected into one buffer of its announced size: it would
+            // pass the VM's budget. It passes before a byte is copied.
+            Some(Reason::VmMemoryBudget)
         } else {
             None
         };
         if let Some(r) = reason {
-            self.pass_rest(r);
+            if self.legacy && (!sse || r == Reason::HttpStatus) {
+                // A GET answered otherwise than with an event stream (a
+                // Streamable HTTP server without one answers 405) carries
+                // no tool result: counted, not recorded.
+                self.pass_unrecorded(r);
+                return ResponsePlan::Pass;
+            }
+            if head.end_of_stream {
+                self.response_size = Some(0);
+            }
+            self.pass_response(r);
             return ResponsePlan::Pass;
         }
         if sse {
             self.phase = Phase::Streaming;
             // A result that will be cut may be held past the event limit.
-            let max_event = if self.limit > self.settings.max_body_bytes {
+            let max_event = if self.limit > self.settings.max_response_bytes {
                 self.settings.max_event_bytes.max(self.limit)
             } else {
                 self.settings.max_event_bytes
@@ -395,7 +459,11 @@ impl Exchange {
         self.response_body.expect(head.content_length);
         // Hold only a body of known length the core will buffer whole: it
         // then ends in one rewrite. A body of unknown length may end past
-        // `max_body_bytes`, and held headers would keep a stale length.
+        // the limit, and held headers would keep a stale length. And only
+        // one within `max_body_bytes`: a held response's body waits in
+        // Envoy's buffer, whose limit a larger rewrite would pass (a 500
+        // instead of the response); a larger one goes chunked and leaves in
+        // a body callback that continues, which Envoy does not buffer.
         self.hold_headers = self.settings.hold_headers
             && head
                 .content_length
@@ -421,7 +489,7 @@ impl Exchange {
     /// host refused): the body must keep its bytes.
     pub fn response_headers_refused(&mut self, reason: Reason) {
         self.stream = None;
-        self.pass_rest(reason);
+        self.pass_response(reason);
     }
 
     /// One chunk of the response body.
@@ -431,6 +499,23 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn SessionStore,
     ) -> Step {
+        let step = self.response_chunk_read(chunk, end_of_stream, sessions);
+        if end_of_stream {
+            self.measured_end();
+        }
+        step
+    }
+
+    fn response_chunk_read(
+        &mut self,
+        chunk: &[u8],
+        end_of_stream: bool,
+        sessions: &mut dyn SessionStore,
+    ) -> Step {
+        self.response_bytes = self.response_bytes.saturating_add(chunk.len());
+        if self.reads_response() && self.over_room(chunk.len()) {
+            return self.over_budget(chunk);
+        }
         if let Some((_, after)) = self.job.as_mut() {
             // Bytes after the value, while its callout runs: they follow it,
             // up to `trim.max_queued_bytes`; past it the value goes on
@@ -458,11 +543,13 @@ impl Exchange {
         if self.job.is_some() {
             return Step::swallow(Flow::Pause);
         }
-        match self.phase {
+        let step = match self.phase {
             Phase::Buffering => self.json_chunk(&[], true, sessions),
             Phase::Streaming => self.stream_chunk(&[], true, sessions),
             _ => Step::input(),
-        }
+        };
+        self.measured_end();
+        step
     }
 
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
@@ -484,11 +571,11 @@ impl Exchange {
     pub fn abandon(&mut self, direction: Direction) -> Vec<u8> {
         let held = match direction {
             Direction::Request => {
-                // A page call given up on goes to the server as it came (its
-                // bytes are the step's original): its re-issued call is
-                // forgotten.
+                // A page call never goes to the server (the driver ends the
+                // stream instead): nothing of it is handed back, and its
+                // re-issued call is forgotten.
                 self.reissue = None;
-                if self.phase != Phase::Request {
+                if self.phase != Phase::Request || self.page_call {
                     return Vec::new();
                 }
                 // Bytes only read (not held back) went upstream already.
@@ -535,7 +622,7 @@ impl Exchange {
 
     /// Records a decision the driver made (a host refusal, a loss).
     pub fn record(&mut self, reason: Reason) {
-        self.report.push(Decision::response(reason));
+        self.record_calls(reason);
     }
 
     /// Keeps the decision record of a long-lived stream bounded: of the
@@ -576,7 +663,7 @@ impl Exchange {
     /// The core wants the request body's bytes (else the host need not
     /// read them).
     pub fn reads_request(&self) -> bool {
-        self.phase == Phase::Request
+        self.phase == Phase::Request || self.page_call
     }
 
     /// The core wants the response body's bytes.
@@ -592,7 +679,7 @@ impl Exchange {
     /// Nothing more can change on this stream (its report is final unless
     /// the stream is still flowing).
     pub fn is_done(&self) -> bool {
-        self.phase == Phase::Done && self.job.is_none()
+        self.phase == Phase::Done && self.job.is_none() && self.measured.is_empty()
     }
 }
 
@@ -611,5 +698,7 @@ pub fn is_media(value: &str, media: &str) -> bool {
 
 #[cfg(test)]
 mod bounds_tests;
+#[cfg(test)]
+mod memory_tests;
 #[cfg(test)]
 mod tests;

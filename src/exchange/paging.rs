@@ -1,47 +1,97 @@
 //! The exchange's side of budgets and pages: where a stream's results may
-//! be held past `max_body_bytes`, and the page tool answered from the
-//! request path.
+//! be held past `max_body_bytes`, whom its pages belong to, and the page
+//! tool answered from the request path.
 //!
 //! Two step kinds live here, carried out by the driver like every other:
 //! - [`Step::reply`]: answer the request locally (proxy-wasm
 //!   `send_local_response`); the request never reaches the server;
-//! - [`Step::upstream`]: call the route's cluster with this request (a
-//!   re-issued `tools/call`), then hand the answer to
-//!   [`Exchange::upstream_reply`].
+//! - [`Step::upstream`]: call the tool again (a re-issued `tools/call`),
+//!   then hand the answer to [`Exchange::upstream_reply`].
 //!
 //! While a stream might carry a page call (paging on anywhere), its request
 //! headers are held until the body is complete (`RequestPlan::pause_headers`,
 //! which needs Envoy's `allow_on_headers_stop_iteration`, hence the
 //! `hold_headers` requirement): a page call's headers must not reach the
-//! server either.
+//! server either. Once a body is a page call, every later request callback
+//! keeps the request stopped (an empty last chunk, trailers): it ends with
+//! the local reply, or — should the host refuse the reply — with the
+//! stream reset by the driver, never upstream.
+//!
+//! A re-issued call that comes back through the gateway's own listener
+//! (`paging.reissue_cluster`) carries a mark ([`crate::page::mark`]); such
+//! a request passes untouched, its mark removed.
 
-use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
+use super::{Exchange, Flow, Out, Phase, RequestPlan, SessionStore, Step};
 use crate::callout::LlmReply;
+use crate::outcome::Reason;
+use crate::page::keys;
+use crate::page::owner::Owner;
 use crate::page::reissue::UpstreamReply;
-use crate::page::serve::{self, Answer, Context};
-use crate::page::{self, Framing};
+use crate::page::serve::{self, Answer, Context, Parsed};
+use crate::page::{mark, Framing};
 use crate::pipeline::{Job, Output, PageContext};
 
 impl Exchange {
     /// The host should hand every request header to
     /// [`Exchange::request_headers`] (else none): a page call needs them.
     pub fn wants_request_headers(&self) -> bool {
-        self.settings.paging_anywhere()
+        // The listings' added tools read `MCP-Protocol-Version` too.
+        self.settings.paging_anywhere() || self.settings.listings.anywhere()
     }
 
-    /// Request headers: what pages of this stream belong to, and whether
+    /// The property path (after `metadata.filter_metadata`) the host should
+    /// read into [`super::RequestHead::owner_metadata`]: where an
+    /// authentication filter left the caller's identity.
+    pub fn owner_property(&self) -> Option<&[String]> {
+        match &self.settings.paging.owner {
+            crate::config::OwnerSource::Metadata(path) if self.settings.paging_anywhere() => {
+                Some(path)
+            }
+            _ => None,
+        }
+    }
+
+    /// A request that carries a re-issue mark: the plugin's own re-issued
+    /// call, back through the gateway's listener, passes untouched (`Some`
+    /// plan); a mark that does not verify is removed and counted, and the
+    /// request goes on as any other (`None`).
+    pub(super) fn reentrant(&mut self, head: &super::RequestHead<'_>) -> Option<RequestPlan> {
+        let value = head.reissue_mark?;
+        let keys = keys::derive(&self.settings.paging.keys);
+        let now_s = u32::try_from(head.now_ms / 1000).unwrap_or(u32::MAX);
+        let valid = mark::verify(
+            &keys,
+            value,
+            now_s,
+            head.path,
+            head.stream.authority.as_deref().unwrap_or(""),
+            head.stream.cluster.as_deref().unwrap_or(""),
+        );
+        if valid {
+            self.pass_unrecorded(Reason::Reentrant);
+            return Some(RequestPlan {
+                remove_reissue_mark: true,
+                ..RequestPlan::default()
+            });
+        }
+        self.record(Reason::ReissueMarkInvalid);
+        self.remove_mark = true;
+        None
+    }
+
+    /// Request headers: whom pages of this stream belong to, and whether
     /// the headers wait for the body.
     pub(super) fn paging_headers(&mut self, head: &super::RequestHead<'_>) -> bool {
         self.stream_info = head.stream.clone();
         if !self.settings.paging_anywhere() {
             return false;
         }
-        let session = head
-            .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("mcp-session-id"))
-            .map(|(_, v)| v.as_str());
-        self.binding = page::binding(session, head.stream.cluster.as_deref());
+        self.owner = Owner::of(
+            &self.settings.paging.owner,
+            head.headers,
+            head.owner_metadata,
+            head.stream,
+        );
         self.path = head.path.to_string();
         self.accept = head.accept.map(str::to_string);
         self.request_headers = head.headers.to_vec();
@@ -55,34 +105,48 @@ impl Exchange {
         self.rewrites_request() || self.hold_request
     }
 
+    /// A later chunk (or trailers) of a page call's request: kept out of
+    /// the stream, which stays stopped until the reply.
+    pub(super) fn page_call_rest(&self) -> Option<Step> {
+        self.page_call.then(|| Step::swallow(Flow::Pause))
+    }
+
     /// The complete request body (its JSON value, then `rest`, the bytes
-    /// after it): a page call is answered here. The step sends nothing
-    /// unless the host refuses what it asks for; the page call's bytes are
-    /// its original.
+    /// after it): a page call is answered here. Nothing of it goes on: the
+    /// step sends no bytes and keeps the request stopped.
     pub(super) fn page_call(
         &mut self,
         body: &[u8],
-        rest: &[u8],
+        _rest: &[u8],
         sessions: &mut dyn SessionStore,
     ) -> Option<Step> {
         if !self.settings.paging_anywhere() {
             return None;
         }
-        let call = serve::parse(body, &self.settings.paging.tool_name)?;
-        let body = [body, rest].concat();
+        let s = &self.settings;
+        let parsed = serve::parse(body, &s.paging.tool_name, s.max_id_bytes)?;
         self.phase = Phase::Done;
+        self.page_call = true;
+        let held = Out::Bytes {
+            bytes: Vec::new(),
+            original: None,
+        };
+        let call = match parsed {
+            Parsed::Call(call) => call,
+            Parsed::IdTooLong => {
+                let (reply, decision) = serve::id_too_long();
+                self.report.push(decision);
+                return Some(Step::new(held, Flow::Pause).with_reply(reply));
+            }
+        };
         let cx = Context {
             settings: &self.settings,
             scope: self.scope,
             stream: &self.stream_info,
-            binding: self.binding,
+            owner: &self.owner,
             framing: Framing::for_accept(self.accept.as_deref()),
             path: &self.path,
             headers: &self.request_headers,
-        };
-        let held = Out::Bytes {
-            bytes: Vec::new(),
-            original: Some(body.clone()),
         };
         match serve::answer(&call, &cx, sessions) {
             Answer::Reply(reply, decision) => {
@@ -91,26 +155,38 @@ impl Exchange {
             }
             Answer::Reissue(r) => {
                 let request = r.request.clone();
-                self.reissue = Some((r, body));
+                self.reissue = Some(r);
                 Some(Step::new(held, Flow::Pause).with_upstream(request))
             }
         }
     }
 
+    /// The request is a page call the plugin answers itself: should the
+    /// host refuse a call it needs (the reply, a body write), the stream
+    /// must end, never go on to the server.
+    pub fn answers_page_call(&self) -> bool {
+        self.page_call
+    }
+
+    /// The most bytes of a re-issued call's answer read
+    /// (`paging.max_result_bytes`); a longer one is refused unread.
+    pub fn max_upstream_reply_bytes(&self) -> usize {
+        self.settings.paging.max_result_bytes
+    }
+
     /// The answer to the call a [`Step::upstream`] asked for: the page, or a
-    /// tool error, as a local reply; should the host refuse it, the page
-    /// call goes to the server as it came.
+    /// tool error, as a local reply. The request stays stopped.
     pub fn upstream_reply(&mut self, reply: &UpstreamReply) -> Step {
-        let Some((r, body)) = self.reissue.take() else {
-            return Step::send(Vec::new());
+        let Some(r) = self.reissue.take() else {
+            return Step::swallow(Flow::Pause);
         };
         let (local, decision) = r.finish(reply, &self.settings);
         self.report.push(decision);
-        Step::send(body).with_reply(local)
+        Step::swallow(Flow::Pause).with_reply(local)
     }
 
-    /// The most response bytes this stream holds: `max_body_bytes`, or the
-    /// paging holding limit when the request calls a tool with a budget
+    /// The most response bytes this stream holds: `max_response_bytes`, or
+    /// the paging holding limit when the request calls a tool with a budget
     /// (such results are cut, so they may be larger).
     pub(super) fn response_limit(&self) -> usize {
         // No budget anywhere: no policy to resolve per response.
@@ -125,10 +201,10 @@ impl Exchange {
             });
         if budgeted {
             self.settings
-                .max_body_bytes
+                .max_response_bytes
                 .max(self.settings.paging.max_result_bytes)
         } else {
-            self.settings.max_body_bytes
+            self.settings.max_response_bytes
         }
     }
 
@@ -147,10 +223,13 @@ impl Exchange {
             .stream
             .as_mut()
             .map_or(&mut spare, |s| &mut s.toon_budget);
+        // What listings teach about tools is kept per server, not per
+        // cluster (`page::tools`).
+        let server = self.stream_info.server();
         let mut cx = PageContext {
             host: sessions,
-            binding: self.binding,
-            cluster: self.stream_info.cluster.as_deref(),
+            owner: &self.owner,
+            cluster: Some(&server),
         };
         job.finish_keeping_original(&self.settings, reply, toon, &mut cx, &mut self.report)
     }

@@ -14,7 +14,20 @@ impl Exchange {
     /// Streamable HTTP: every client message is a POST with a JSON body.
     /// HTTP+SSE (2024-11-05): the client opens a GET event stream first.
     pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
+        let plan = self.request_plan(&head);
+        RequestPlan {
+            remove_reissue_mark: plan.remove_reissue_mark || self.remove_mark,
+            ..plan
+        }
+    }
+
+    fn request_plan(&mut self, head: &RequestHead<'_>) -> RequestPlan {
         self.scope = self.settings.server_for(head.stream);
+        // The server what its listings teach belongs to (`declared.rs`).
+        self.stream_info = head.stream.clone();
+        if let Some(plan) = self.reentrant(head) {
+            return plan;
+        }
         if self.settings.idle(self.scope) {
             self.pass_unrecorded(Reason::PolicyOff);
             return RequestPlan::default();
@@ -39,12 +52,13 @@ impl Exchange {
         if self.unchanged_by_routing_headers(head.mcp_method, head.mcp_name) {
             return RequestPlan::default();
         }
-        let pause_headers = self.paging_headers(&head);
+        let pause_headers = self.paging_headers(head) | self.listing_headers(head);
         RequestPlan {
             strip_accept_encoding: self.settings.strip_accept_encoding,
             read_body: true,
-            remove_content_length: self.strips_arguments(),
+            remove_content_length: self.strips_arguments() || self.listing_rewrites(),
             pause_headers,
+            remove_reissue_mark: false,
         }
     }
 
@@ -111,6 +125,9 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn SessionStore,
     ) -> Step {
+        if let Some(step) = self.page_call_rest() {
+            return step;
+        }
         if self.phase != Phase::Request {
             return Step::input();
         }
@@ -118,6 +135,22 @@ impl Exchange {
         let holds = self.holds_request();
         let swallowed = holds && !self.request_body.bytes.is_empty();
         let max = self.settings.max_body_bytes;
+        let body = &self.request_body.bytes;
+        if self.memory().saturating_add(super::memory::grown(
+            body.capacity(),
+            body.len(),
+            chunk.len(),
+        )) > self.room.saturating_add(body.capacity())
+        {
+            // Past the stream's share of the VM's memory: not read further.
+            self.pass_rest(Reason::VmMemoryBudget);
+            let body = self.request_body.take_with(chunk);
+            return if swallowed {
+                Step::send(body)
+            } else {
+                Step::input()
+            };
+        }
         match self.request_body.push(chunk, end_of_stream, max) {
             // Held request headers wait with the body.
             Collecting::Open if holds => Step::swallow(if self.hold_request {
@@ -142,6 +175,9 @@ impl Exchange {
             }
             Collecting::Closed(body, rest) => {
                 if let Some(step) = self.page_call(&body, &rest, sessions) {
+                    return step;
+                }
+                if let Some(step) = self.listing_call(&body, &rest, sessions) {
                     return step;
                 }
                 let new = self.request_complete(&body, sessions);
@@ -171,6 +207,9 @@ impl Exchange {
 
     /// Request trailers arrived: the body ended without a last chunk.
     pub fn request_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
+        if let Some(step) = self.page_call_rest() {
+            return step;
+        }
         if self.phase != Phase::Request {
             return Step::input();
         }
@@ -188,7 +227,7 @@ impl Exchange {
     /// The complete request body; returns the body to send upstream if it
     /// changed (the plugin's arguments taken out of `tools/call` arguments:
     /// see [`Exchange::strip_arguments`]).
-    fn request_complete(
+    pub(super) fn request_complete(
         &mut self,
         body: &[u8],
         sessions: &mut dyn SessionStore,
@@ -278,7 +317,10 @@ impl Exchange {
         match method {
             mcp::TOOLS_CALL => {
                 let page_tool = s.paging_anywhere() && tool == Some(s.paging.tool_name.as_str());
-                !query && !page_tool && s.policy(self.scope, tool).changes_nothing()
+                !query
+                    && !page_tool
+                    && !self.added_tool(tool)
+                    && s.policy(self.scope, tool).changes_nothing()
             }
             mcp::TOOLS_LIST => !s.rewrites_listings(),
             _ => true,
@@ -293,7 +335,9 @@ impl Exchange {
         calls: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
     ) {
         for (id, tool) in calls {
-            self.report.push(Decision {
+            // Measured: the record gives the size of the response that
+            // passed (`Exchange::passed`), though no byte of it is read.
+            self.push_measured(Decision {
                 stage: Stage::Toon,
                 id: id.map(str::to_string),
                 tool: tool.map(str::to_string),

@@ -20,6 +20,11 @@
 //! - a fixed number of slots ([`SLOTS`]): proxy-wasm (ABI 0.2.1) cannot
 //!   delete a key, only empty it, so a key per call would grow the host's
 //!   memory with every call ever made;
+//! - a session takes at most `legacy_session_slots` of them: a call's slot
+//!   is chosen by its session and its lane, one of that many, which
+//!   consecutive integer ids take in turn (any other id by its hash), so a
+//!   session that never reads its GET stream overwrites only its own
+//!   records (`legacy_session_full`), never another session's;
 //! - a record's fields are within the request limits (`max_id_bytes`,
 //!   `max_tool_name_bytes`, `trim.max_intent_bytes`; a session is at most
 //!   128 bytes), and nothing is written for a POST the server did not
@@ -70,17 +75,18 @@ pub(super) struct Record {
 /// Slots of records. Two calls in flight on one slot: the later one falls
 /// back to its shape (server-level settings) — never to another call's
 /// tool or intent.
-pub const SLOTS: u32 = 4096;
+pub const SLOTS: u32 = crate::config::LEGACY_SLOTS;
 /// The shared-data key of the slot hash's key.
 const HASH_KEY: &str = "mcp_toon.legacy.key";
 const HASH_KEY_BYTES: usize = 16;
 
 /// The key of the slot hash: made from the host's randomness by the first
-/// stream that records a call, and shared by every VM of the process (a
-/// GET stream on another worker must find the slot again). Two first
-/// writers racing both write; the later key stands, and a call recorded
-/// under the earlier one falls back to its shape.
-fn hash_key(sessions: &mut dyn SessionStore, create: bool) -> Option<Vec<u8>> {
+/// stream that records a call (or a server's declared arguments,
+/// `declared.rs`), and shared by every VM of the process (a GET stream on
+/// another worker must find the slot again). Two first writers racing both
+/// write; the later key stands, and a call recorded under the earlier one
+/// falls back to its shape.
+pub(super) fn hash_key(sessions: &mut dyn SessionStore, create: bool) -> Option<Vec<u8>> {
     let stored = sessions.get(HASH_KEY);
     if let Some((key, _)) = &stored {
         if key.len() == HASH_KEY_BYTES {
@@ -102,43 +108,85 @@ fn hash_key(sessions: &mut dyn SessionStore, create: bool) -> Option<Vec<u8>> {
         .filter(|key| key.len() == HASH_KEY_BYTES)
 }
 
-fn slot(key: &[u8], session: &str, id: &str) -> Option<String> {
+/// HMAC-SHA256 (RFC 2104) under the slot key of `parts`, each followed
+/// by a zero byte, as a number below `below`: the one keyed hash of every
+/// slot choice (legacy records, their lanes, servers' declared arguments).
+pub(super) fn keyed(key: &[u8], parts: &[&[u8]], below: u64) -> Option<u64> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
-    mac.update(session.as_bytes());
-    mac.update(&[0]);
-    mac.update(id.as_bytes());
+    for part in parts {
+        mac.update(part);
+        mac.update(&[0]);
+    }
     let digest = mac.finalize().into_bytes();
-    let mut first = [0u8; 4];
-    first.copy_from_slice(digest.get(..4)?);
-    Some(format!(
-        "mcp_toon.legacy.{}",
-        u32::from_le_bytes(first) % SLOTS
-    ))
+    let mut first = [0u8; 8];
+    first.copy_from_slice(digest.get(..8)?);
+    Some(u64::from_le_bytes(first) % below.max(1))
+}
+
+/// Which of its session's `lanes` a call takes: an id that is a JSON
+/// integer (what the SDKs send, counting up) takes the next lane after its
+/// predecessor's, so up to `lanes` calls in flight never share one; any
+/// other id takes the lane its hash (under the slot key) picks.
+fn lane(key: &[u8], id: &str, lanes: usize) -> Option<u64> {
+    let lanes = u64::try_from(lanes.max(1)).ok()?;
+    match id.parse::<u64>() {
+        Ok(n) => Some(n % lanes),
+        Err(_) => keyed(key, &[b"lane", id.as_bytes()], lanes),
+    }
+}
+
+/// The slot of a call: its session's lane ([`lane`]) through the keyed
+/// hash, so a session's calls take at most `lanes` slots, and no client
+/// can aim at another session's.
+fn slot(key: &[u8], session: &str, id: &str, lanes: usize) -> Option<String> {
+    let lane = lane(key, id, lanes)?;
+    let n = keyed(
+        key,
+        &[session.as_bytes(), &lane.to_le_bytes()],
+        u64::from(SLOTS),
+    )?;
+    Some(format!("mcp_toon.legacy.{n}"))
+}
+
+/// How a record went into its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claimed {
+    /// The slot was empty, expired or read.
+    Free,
+    /// It held a live record of another call of the same session, which
+    /// that call now goes without.
+    OverOwn,
+    /// A live record of another session (or of the same call) holds it, or
+    /// the host kept nothing: not written.
+    Busy,
 }
 
 /// Writes `record` into its slot unless a live record of another session,
 /// or of the same call, holds it.
-fn claim(sessions: &mut dyn SessionStore, slot: &str, record: &Record, now: u64) -> bool {
+fn claim(sessions: &mut dyn SessionStore, slot: &str, record: &Record, now: u64) -> Claimed {
     let Ok(value) = serde_json::to_vec(record) else {
-        return false;
+        return Claimed::Busy;
     };
     // A write between our read and our write (another worker) sends us
     // round again; three rounds settle any real contention.
     for _ in 0..3 {
         let (held, cas) = sessions.get(slot).unwrap_or_default();
+        let mut over_own = false;
         if let Ok(h) = serde_json::from_slice::<Record>(&held) {
             let live = h.exp > now;
             if live && (h.s != record.s || h.id == record.id) {
-                return false;
+                return Claimed::Busy;
             }
+            over_own = live;
         }
         match sessions.set(slot, &value, cas) {
-            Ok(()) => return true,
+            Ok(()) if over_own => return Claimed::OverOwn,
+            Ok(()) => return Claimed::Free,
             Err(Unstored::Changed) => continue,
-            Err(Unstored::Refused) => return false,
+            Err(Unstored::Refused) => return Claimed::Busy,
         }
     }
-    false
+    Claimed::Busy
 }
 
 /// The session named in a URL's query (`session_id` or `sessionId`).
@@ -199,14 +247,22 @@ impl Exchange {
         };
         let now = sessions.now_ms();
         let exp = now.saturating_add(self.settings.legacy_record_ttl_ms);
+        let lanes = self.settings.legacy_session_slots;
         for mut record in pending {
             record.exp = exp;
-            let Some(slot) = slot(&key, &record.s, &record.id) else {
+            let Some(slot) = slot(&key, &record.s, &record.id, lanes) else {
                 continue;
             };
-            if !claim(sessions, &slot, &record, now) {
-                self.report.push(Decision::response(Reason::LegacySlotBusy));
-            }
+            let reason = match claim(sessions, &slot, &record, now) {
+                Claimed::Free => continue,
+                Claimed::OverOwn => Reason::LegacySessionFull,
+                Claimed::Busy => Reason::LegacySlotBusy,
+            };
+            self.report.push(Decision {
+                id: Some(record.id.clone()),
+                tool: record.t.clone(),
+                ..Decision::response(reason)
+            });
         }
     }
 
@@ -241,7 +297,10 @@ impl Exchange {
                 continue;
             }
             let recorded = match (&self.session, &key) {
-                (Some(s), Some(k)) => take(sessions, k, s, &id, now),
+                (Some(s), Some(k)) => {
+                    let lanes = self.settings.legacy_session_slots;
+                    take(sessions, k, s, &id, lanes, now)
+                }
                 _ => None,
             };
             match recorded {
@@ -275,9 +334,10 @@ fn take(
     key: &[u8],
     session: &str,
     id: &str,
+    lanes: usize,
     now: u64,
 ) -> Option<Record> {
-    let slot = slot(key, session, id)?;
+    let slot = slot(key, session, id, lanes)?;
     let (value, cas) = sessions.get(&slot).filter(|(v, _)| !v.is_empty())?;
     let record = serde_json::from_slice::<Record>(&value)
         .ok()

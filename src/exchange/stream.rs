@@ -62,6 +62,27 @@ impl SseState {
         self.framer.held_bytes() + queued + pending
     }
 
+    /// Bytes of memory the stream's events take: the framer's buffer (its
+    /// capacity), the queue and the event waiting for its callout with the
+    /// blocks the stages read from it.
+    pub(super) fn memory(&self) -> usize {
+        let pending = self.pending.as_ref().map_or(0, |(e, _)| {
+            e.raw().len().saturating_mul(crate::config::VM_WORK_FACTOR)
+        });
+        self.framer
+            .held_capacity()
+            .saturating_add(self.queued_bytes())
+            .saturating_add(pending)
+    }
+
+    /// How much more memory the stream's events may take once `more` bytes
+    /// arrive: the framer's buffer may grow by them (doubling), and the
+    /// complete events among them wait in the queue.
+    pub(super) fn growth(&self, more: usize) -> usize {
+        let (cap, len) = (self.framer.held_capacity(), self.framer.held_bytes());
+        (super::memory::grown(cap, len, more) - cap).saturating_add(more)
+    }
+
     pub(super) fn waiting(&self) -> bool {
         self.pending.is_some()
     }
@@ -171,12 +192,15 @@ impl Exchange {
                 Unit::Passthrough { bytes, reason } => {
                     match reason {
                         PassReason::TooLarge => {
-                            self.report.push(Decision::response(Reason::EventTooLarge))
+                            self.event_decision(Reason::EventTooLarge, bytes.len())
                         }
-                        PassReason::Truncated => self
-                            .report
-                            .push(Decision::response(Reason::StreamTruncated)),
-                        PassReason::NoEvent | PassReason::Continued => {}
+                        PassReason::Truncated => {
+                            self.event_decision(Reason::StreamTruncated, bytes.len())
+                        }
+                        // The rest of an event too large: its decision
+                        // counts these bytes too.
+                        PassReason::Continued => self.event_grew(bytes.len()),
+                        PassReason::NoEvent => {}
                     }
                     sent.same(&bytes);
                 }
@@ -216,6 +240,37 @@ impl Exchange {
         }
     }
 
+    /// An event passed unread, for `reason`: its decision names the
+    /// stream's call when the request made one (an event stream answering
+    /// a POST carries that call's messages; a batch's events are not told
+    /// apart unread) and counts the event's bytes.
+    fn event_decision(&mut self, reason: Reason, bytes: usize) {
+        let mut calls = self.request.calls.iter();
+        let call = match (calls.next(), calls.next()) {
+            (Some(c), None) if !self.legacy => Some(c),
+            _ => None,
+        };
+        self.report.push(Decision {
+            id: call.map(|c| c.id.clone()),
+            tool: call.and_then(|c| c.tool.clone()),
+            bytes_before: bytes,
+            bytes_after: bytes,
+            ..Decision::response(reason)
+        });
+    }
+
+    /// More bytes of the event too large whose decision is the last one.
+    fn event_grew(&mut self, bytes: usize) {
+        if let Some(d) =
+            self.report.decisions.last_mut().filter(|d| {
+                d.outcome == crate::outcome::Outcome::Passthrough(Reason::EventTooLarge)
+            })
+        {
+            d.bytes_before = d.bytes_before.saturating_add(bytes);
+            d.bytes_after = d.bytes_before;
+        }
+    }
+
     /// The next queued unit, unless a callout holds the queue.
     fn next_unit(&mut self) -> Option<Unit> {
         let state = self.stream.as_mut()?;
@@ -243,6 +298,11 @@ impl Exchange {
             self.report.push(Decision::response(Reason::InvalidUtf8));
             return EventPlan::Ready(event.into_raw(), None);
         };
+        // Listings first, as for a JSON body (`json::relisted_output`).
+        let relisted = self
+            .listing_response(data.as_bytes(), sessions)
+            .and_then(|b| String::from_utf8(b).ok());
+        let data = relisted.as_deref().unwrap_or(data);
         // A legacy event's calls are its own; a stream's are its request's,
         // resolved once for all its events.
         let legacy_request;
@@ -270,13 +330,20 @@ impl Exchange {
             &mut |out| sessions.random(out),
         );
         let Some(job) = job else {
-            return EventPlan::Ready(event.into_raw(), None);
+            return match relisted {
+                Some(new) => EventPlan::Ready(event.with_data(&new), Some(event.into_raw())),
+                None => EventPlan::Ready(event.into_raw(), None),
+            };
         };
         self.learn(job.listed(), sessions);
         if job.callout().is_some() {
             return EventPlan::Callout(Box::new((event, job)));
         }
         let (out, _) = self.finish_job(job, None, sessions);
+        let out = match (out, relisted.is_some()) {
+            (Output::Unchanged(b), true) => Output::Changed(b),
+            (out, _) => out,
+        };
         let (bytes, was) = with_output(event, out);
         EventPlan::Ready(bytes, was)
     }

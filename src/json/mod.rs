@@ -1,6 +1,8 @@
 //! JSON helpers the stages share: exact number comparison, value identity
 //! (key order included), a strict parse and in-place object reads that
-//! refuse duplicate keys, and where a streamed body's JSON value ends.
+//! refuse duplicate keys, where a streamed body's JSON value ends, and the
+//! Python literals read as JSON ([`python`]) with the printable characters
+//! both they and compact JSON write as themselves ([`printable`]).
 //!
 //! `serde_json` is built with `arbitrary_precision`, so a parsed
 //! [`serde_json::Number`] keeps the exact spelling from the source; these
@@ -10,6 +12,8 @@ mod decimal;
 mod end;
 pub mod literal;
 mod object;
+pub mod printable;
+pub mod python;
 mod strict;
 
 pub use decimal::Decimal;

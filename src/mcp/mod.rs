@@ -9,7 +9,7 @@ mod response;
 mod scan;
 
 pub use edit::Edits;
-pub use request::{Call, CallIndex, Declared, RequestInfo};
+pub use request::{query_not_a_string, Call, CallIndex, Declared, RequestInfo, QUERY_NOT_A_STRING};
 pub use response::{
     content_array, next_cursor, parse_messages, text_items, tool_entries, tool_result, tools_array,
     ContentItem, Message, ToolEntry, ToolResult,

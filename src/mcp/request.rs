@@ -26,6 +26,27 @@ pub struct Call {
     pub query: Option<String>,
 }
 
+/// [`Call::query`] of a call whose query argument is there but is no JSON
+/// string (`{"jmespath": 42}`): this prefix, then the JSON type it has
+/// (`a number`, `an object`, …). The argument is the plugin's all the same
+/// (taken out of the request like a string one), and the project stage
+/// answers it with its note (`query_invalid`) rather than let it vanish.
+/// No JMESPath expression starts with a NUL character, so a string that
+/// does is refused by the same note.
+pub const QUERY_NOT_A_STRING: &str = "\u{0}not a string: ";
+
+/// [`QUERY_NOT_A_STRING`] for a value whose JSON text starts with `first`.
+pub fn query_not_a_string(first: u8) -> String {
+    let kind = match first {
+        b'{' => "an object",
+        b'[' => "an array",
+        b't' | b'f' => "a boolean",
+        b'n' => "null",
+        _ => "a number",
+    };
+    format!("{QUERY_NOT_A_STRING}{kind}")
+}
+
 /// Which declared arguments to read from `tools/call` requests.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Declared<'a> {
@@ -214,7 +235,7 @@ pub(crate) mod by_serde {
                             .and_then(|arg| crate::intent::declared(p, arg)),
                         declared
                             .query
-                            .and_then(|arg| crate::intent::declared(p, arg)),
+                            .and_then(|arg| crate::intent::declared_query(p, arg)),
                     )
                 }
                 _ => (None, None, None, None),

@@ -41,6 +41,10 @@ pub enum Texts {
     /// A text that is certainly no JSON value is measured, not decoded
     /// ([`skim`]): for stages that change only JSON.
     SkimNotJson,
+    /// [`Texts::SkimNotJson`], but a text that opens as a Python tuple's
+    /// `repr` is decoded too: for stages that change JSON and Python
+    /// literals (`clean.python_literal`).
+    SkimNotLiteral,
     /// No text read: for a reader that wants only the messages' ids and
     /// shapes (a legacy event's requests).
     Check,

@@ -7,6 +7,8 @@
 use sha2::{Digest, Sha256};
 
 use super::handle::{Call, Handle, NOT_STORED};
+use super::keys::{self, Derived};
+use super::owner::Owner;
 use super::store::{Figures, Kept, NotKept, Store};
 use super::tools;
 use crate::config::{Budget, PagingSettings, Policy, Reissue};
@@ -20,7 +22,10 @@ pub struct CallInfo<'a> {
     pub tool: Option<&'a str>,
     /// `params.arguments` as sent (raw JSON).
     pub arguments: Option<&'a str>,
-    pub binding: [u8; 8],
+    /// Whom the result was cut for: its pages are bound to them.
+    pub owner: &'a Owner,
+    /// The server whose listings say whether the tool is safe to call
+    /// again ([`tools`]).
     pub cluster: Option<&'a str>,
     /// An LLM trimmed a block: calling the tool again would not give the
     /// same pages.
@@ -102,11 +107,18 @@ pub fn cut<H: SessionStore + ?Sized>(
                 .and_then(|t| tools::known_safe(host, call.cluster.unwrap_or(""), t))
                 .unwrap_or(false),
         };
+    // The sealing key, and the owner's binding under it (checked by any
+    // gateway with the key) and under the local key (checked by this one).
+    let sealing: Option<Derived> = paging.keys.first().map(|k| Derived::of(k));
+    let seal = sealing.as_ref().map(|d| &d.handle);
+    let handle_binding = sealing
+        .as_ref()
+        .map_or([0; 8], |d| call.owner.binding(&d.owner));
     let signed_call = |digest: [u8; 12]| {
         call.tool.map(|tool| Call {
             expires_s,
             digest,
-            binding: call.binding,
+            binding: handle_binding,
             reissue,
             budget,
             tool: tool.to_string(),
@@ -120,7 +132,7 @@ pub fn cut<H: SessionStore + ?Sized>(
         first_slot: 0,
         call: signed_call([0; 12]),
     };
-    let handle_len = can_page.then(|| template.encode(&paging.key).len());
+    let handle_len = can_page.then(|| template.encoded_len(seal.is_some()));
     let plan = match budget::plan(
         items,
         budget,
@@ -141,11 +153,7 @@ pub fn cut<H: SessionStore + ?Sized>(
         other => other?,
     };
     let pages = plan.pages.len();
-    let signed = !paging.key.is_empty()
-        && template
-            .call
-            .as_ref()
-            .is_some_and(|c| c.arguments.len() <= super::handle::MAX_ARGUMENTS);
+    let signed = seal.is_some() && template.call.as_ref().is_some_and(Call::fits);
     if !can_page || pages < 2 {
         let notice = notice::first(&plan, budget, &index, notice::Next::Gone);
         return Ok(Cut {
@@ -164,6 +172,12 @@ pub fn cut<H: SessionStore + ?Sized>(
         first_slot,
         call: signed_call(digest),
     };
+    let local = if paging.store_bytes == 0 {
+        None
+    } else {
+        keys::local(host)
+    };
+    let store_binding = local.map_or([0; 8], |k| call.owner.binding(&k));
     let kept = |first_slot: u32| -> Vec<Kept> {
         plan.pages
             .iter()
@@ -171,13 +185,12 @@ pub fn cut<H: SessionStore + ?Sized>(
             .skip(1)
             .map(|(k, p)| {
                 let number = k + 1;
-                let next =
-                    (number < pages).then(|| handle(number + 1, first_slot).encode(&paging.key));
+                let next = (number < pages).then(|| handle(number + 1, first_slot).encode(seal));
                 Kept {
                     id,
                     page: u32::try_from(number).unwrap_or(u32::MAX),
                     expires_s,
-                    binding: call.binding,
+                    binding: store_binding,
                     tool: call.tool.unwrap_or("").to_string(),
                     text: p.text.clone(),
                     notice: notice::page(
@@ -198,10 +211,13 @@ pub fn cut<H: SessionStore + ?Sized>(
     // known before the store says where they go.
     let (first_slot, not_kept, figures) = if paging.store_bytes == 0 {
         (NOT_STORED, Some(NotKept::TooLarge), None)
+    } else if local.is_none() {
+        // No shared data or randomness: no key to bind stored pages with.
+        (NOT_STORED, Some(NotKept::Unavailable), None)
     } else {
         let sizes: Vec<usize> = kept(0).iter().map(Kept::size).collect();
-        let mut store = Store::new(host, paging.store_pages, paging.store_bytes);
-        match store.reserve(&sizes, expires_s, now) {
+        let mut store = Store::for_paging(host, paging);
+        match store.reserve(store_binding, &sizes, expires_s, now) {
             Ok((first, figures)) => match store.write(first, &kept(first)) {
                 Ok(()) => (first, None, Some(figures)),
                 Err(e) => (NOT_STORED, Some(e), None),
@@ -220,7 +236,7 @@ pub fn cut<H: SessionStore + ?Sized>(
             figures,
         });
     }
-    let next = handle(2, first_slot).encode(&paging.key);
+    let next = handle(2, first_slot).encode(seal);
     let notice = notice::first(
         &plan,
         budget,
@@ -247,18 +263,21 @@ pub enum Rebuilt {
 }
 
 /// Page `handle.page` of `items` (a fresh result of the handle's call),
-/// with its notice, as the gateway that cut the result made it.
+/// with its notice, as the gateway that cut the result made it; the next
+/// handle sealed with this gateway's sealing key.
 pub fn page_of(
     items: &[Item<'_>],
     indexes: &[usize],
     handle: &Handle,
     paging: &PagingSettings,
 ) -> Result<(String, String), Rebuilt> {
+    let sealing: Option<Derived> = paging.keys.first().map(|k| Derived::of(k));
+    let seal = sealing.as_ref().map(|d| &d.handle);
     let call = handle.call.as_ref().ok_or(Rebuilt::Changed)?;
     if digest(items, call.budget) != call.digest {
         return Err(Rebuilt::Changed);
     }
-    let handle_len = handle.encode(&paging.key).len();
+    let handle_len = handle.encoded_len(seal.is_some());
     let plan = budget::plan(
         items,
         call.budget,
@@ -274,7 +293,7 @@ pub fn page_of(
         .checked_sub(1)
         .and_then(|n| plan.pages.get(n))
         .ok_or(Rebuilt::Changed)?;
-    let next = handle.next().map(|h| h.encode(&paging.key));
+    let next = handle.next().map(|h| h.encode(seal));
     let notice = notice::page(
         p,
         indexes.get(p.item).copied().unwrap_or(p.item),

@@ -4,46 +4,63 @@
 //! `random_get`, which Envoy backs with BoringSSL's `RAND_bytes`), the page
 //! it fetches, and where the gateway that cut the result keeps that page.
 //! When a key is configured it also carries the original call — tool,
-//! arguments, a digest of the cut result, the session it belongs to, an
-//! expiry and whether the tool may be called again — signed with
-//! HMAC-SHA256 (RFC 2104; the tag truncated to 128 bits, §5), so any
-//! gateway with the key can serve the page by calling the tool again, and
-//! none accepts a handle it did not sign.
+//! arguments, a digest of the cut result, the binding to its owner, an
+//! expiry and whether the tool may be called again — sealed with
+//! XChaCha20-Poly1305 (RFC 8439 AEAD with the extended nonce of
+//! draft-irtf-cfrg-xchacha), so any gateway with the key can serve the page
+//! by calling the tool again, none accepts a handle it did not seal, and
+//! nobody without the key reads the arguments.
 //!
 //! Layout (little-endian), then base64url without padding (RFC 4648 §5):
 //!
 //! ```text
-//! u8 version (1) | u8 flags (bit 0: signed call follows) | id[16]
+//! u8 version (2) | u8 flags (bit 0: sealed call follows) | id[16]
 //! u32 page | u32 pages | u32 first_slot (u32::MAX: not stored)
-//! [signed:] u32 expires_s | digest[12] | binding[8] | u8 reissue
-//!           u8 budget kind | u32 budget | u16 len, tool | u32 len, arguments
-//!           tag[16] = HMAC-SHA256(key, everything before)[..16]
+//! [sealed:] ciphertext of
+//!             u32 expires_s | digest[12] | binding[8] | u8 reissue
+//!             u8 budget kind | u32 budget | u16 len, tool | u32 len, arguments
+//!           tag[16]
 //! ```
+//!
+//! The first 30 bytes are the associated data: in clear (the store path
+//! needs no key) but authenticated. The nonce is the first 24 bytes of
+//! SHA-256 of them: distinct for every page of every result, and never
+//! sent. One header always seals the same call (a result's handles differ
+//! only in their page), so no nonce seals two messages; a handle's length
+//! is computed without sealing ([`Handle::encoded_len`]) for that reason.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use chacha20poly1305::aead::AeadInPlace;
+use chacha20poly1305::{KeyInit, Tag, XChaCha20Poly1305, XNonce};
+use sha2::{Digest, Sha256};
 
+use super::keys::{Derived, Key};
 use crate::config::Budget;
 
-const VERSION: u8 = 1;
-const SIGNED: u8 = 1;
+const VERSION: u8 = 2;
+const SEALED: u8 = 1;
+const HEADER_BYTES: usize = 30;
 const TAG_BYTES: usize = 16;
 /// Arguments longer than this are not carried: the handle would cost an
 /// agent more tokens than it saves. Such results page from the store only.
 pub const MAX_ARGUMENTS: usize = 512;
+const MAX_TOOL: usize = 1024;
 /// `first_slot` of a cut whose pages are not kept in a store.
 pub const NOT_STORED: u32 = u32::MAX;
+/// The longest handle text read: a sealed one with the longest tool and
+/// arguments fits.
+const MAX_TEXT: usize = 4096;
 
-/// The original call, carried by signed handles.
+/// The original call, carried by sealed handles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     /// Unix seconds after which the handle is refused.
     pub expires_s: u32,
     /// Of the cut result ([`crate::page::cut::digest`]).
     pub digest: [u8; 12],
-    /// Session and route the result belongs to ([`crate::page::binding`]).
+    /// The owner the result was cut for, under the sealing key's owner
+    /// key ([`crate::page::owner::Owner::binding`]).
     pub binding: [u8; 8],
     /// The gateway that cut the result knew the tool safe to call again.
     pub reissue: bool,
@@ -51,6 +68,17 @@ pub struct Call {
     pub tool: String,
     /// `params.arguments` as the client sent it (raw JSON), or empty.
     pub arguments: String,
+}
+
+impl Call {
+    /// Short enough to travel in a handle.
+    pub fn fits(&self) -> bool {
+        self.arguments.len() <= MAX_ARGUMENTS && self.tool.len() <= MAX_TOOL
+    }
+
+    fn plaintext_len(&self) -> usize {
+        4 + 12 + 8 + 1 + 1 + 4 + 2 + self.tool.len() + 4 + self.arguments.len()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +99,7 @@ pub struct Handle {
 pub enum Refused {
     /// Not a handle this plugin writes.
     Malformed,
-    /// Signed, but not with this key (or no key is configured here).
+    /// Sealed, but not with any key configured here (or none is).
     Forged,
 }
 
@@ -79,61 +107,94 @@ fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-fn tag(key: &[u8], data: &[u8]) -> Option<[u8; TAG_BYTES]> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
-    mac.update(data);
-    let full = mac.finalize().into_bytes();
-    let mut out = [0u8; TAG_BYTES];
-    out.copy_from_slice(full.get(..TAG_BYTES)?);
-    Some(out)
+fn nonce(header: &[u8]) -> [u8; 24] {
+    let d = Sha256::new()
+        .chain_update(b"mcp-toon/handle-nonce/2\0")
+        .chain_update(header)
+        .finalize();
+    let mut out = [0u8; 24];
+    out.copy_from_slice(d.get(..24).unwrap_or(&[0; 24]));
+    out
 }
 
 impl Handle {
-    /// The handle as an agent sees it. A call is signed with `key`; without
-    /// a key (or with arguments over [`MAX_ARGUMENTS`]) it is left out.
-    pub fn encode(&self, key: &[u8]) -> String {
+    fn sealed_call(&self, sealing: bool) -> Option<&Call> {
+        self.call.as_ref().filter(|c| sealing && c.fits())
+    }
+
+    fn header(&self, sealed: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(64);
         out.push(VERSION);
-        let call = self.call.as_ref().filter(|c| {
-            !key.is_empty() && c.arguments.len() <= MAX_ARGUMENTS && c.tool.len() <= 1024
-        });
-        out.push(if call.is_some() { SIGNED } else { 0 });
+        out.push(if sealed { SEALED } else { 0 });
         out.extend_from_slice(&self.id);
         put_u32(&mut out, self.page);
         put_u32(&mut out, self.pages);
         put_u32(&mut out, self.first_slot);
-        if let Some(c) = call {
-            put_u32(&mut out, c.expires_s);
-            out.extend_from_slice(&c.digest);
-            out.extend_from_slice(&c.binding);
-            out.push(u8::from(c.reissue));
+        out
+    }
+
+    /// The handle as an agent sees it. A call is sealed with `key` (a
+    /// configured key's handle key); without one (or with arguments over
+    /// [`MAX_ARGUMENTS`]) it is left out.
+    pub fn encode(&self, key: Option<&Key>) -> String {
+        let call = self.sealed_call(key.is_some());
+        let mut out = self.header(call.is_some());
+        if let (Some(c), Some(key)) = (call, key) {
+            let mut plain = Vec::with_capacity(c.plaintext_len() + TAG_BYTES);
+            put_u32(&mut plain, c.expires_s);
+            plain.extend_from_slice(&c.digest);
+            plain.extend_from_slice(&c.binding);
+            plain.push(u8::from(c.reissue));
             let (kind, n) = match c.budget {
                 Budget::Tokens(n) => (0u8, n),
                 Budget::Bytes(n) => (1u8, n),
             };
-            out.push(kind);
-            put_u32(&mut out, u32::try_from(n).unwrap_or(u32::MAX));
-            out.extend_from_slice(&u16::try_from(c.tool.len()).unwrap_or(0).to_le_bytes());
-            out.extend_from_slice(c.tool.as_bytes());
-            put_u32(&mut out, u32::try_from(c.arguments.len()).unwrap_or(0));
-            out.extend_from_slice(c.arguments.as_bytes());
-            if let Some(t) = tag(key, &out) {
-                out.extend_from_slice(&t);
+            plain.push(kind);
+            put_u32(&mut plain, u32::try_from(n).unwrap_or(u32::MAX));
+            plain.extend_from_slice(&u16::try_from(c.tool.len()).unwrap_or(0).to_le_bytes());
+            plain.extend_from_slice(c.tool.as_bytes());
+            put_u32(&mut plain, u32::try_from(c.arguments.len()).unwrap_or(0));
+            plain.extend_from_slice(c.arguments.as_bytes());
+            let cipher = XChaCha20Poly1305::new(key.into());
+            let n = nonce(&out);
+            // Sealing fails only past 256 GiB of plaintext.
+            if let Ok(tag) =
+                cipher.encrypt_in_place_detached(XNonce::from_slice(&n), &out, &mut plain)
+            {
+                out.extend_from_slice(&plain);
+                out.extend_from_slice(&tag);
+            } else if let Some(flags) = out.get_mut(1) {
+                *flags = 0;
             }
         }
         URL_SAFE_NO_PAD.encode(out)
     }
 
-    /// Reads a handle; a signed one must carry this key's tag.
-    pub fn decode(text: &str, key: &[u8]) -> Result<Handle, Refused> {
-        if text.len() > 4096 {
+    /// Characters of [`Handle::encode`]'s text, without sealing anything:
+    /// sizing a notice must not seal a call the result's handles will not
+    /// carry (the nonce would seal two messages).
+    pub fn encoded_len(&self, sealing: bool) -> usize {
+        let bytes = HEADER_BYTES
+            + self
+                .sealed_call(sealing)
+                .map_or(0, |c| c.plaintext_len() + TAG_BYTES);
+        // base64 without padding: 4 characters per 3 bytes, rounded up.
+        (bytes * 4).div_ceil(3)
+    }
+
+    /// Reads a handle; a sealed one must open under one of `keys` (the
+    /// derived keys of `paging.key`, in order). Returns the handle and
+    /// which key opened it (0 for an unsealed handle).
+    pub fn decode(text: &str, keys: &[Derived]) -> Result<(Handle, usize), Refused> {
+        if text.len() > MAX_TEXT {
             return Err(Refused::Malformed);
         }
         let bytes = URL_SAFE_NO_PAD
             .decode(text.trim())
             .map_err(|_| Refused::Malformed)?;
+        let header = bytes.get(..HEADER_BYTES).ok_or(Refused::Malformed)?;
         let mut r = Reader {
-            bytes: &bytes,
+            bytes: header,
             at: 0,
         };
         if r.u8()? != VERSION {
@@ -142,61 +203,48 @@ impl Handle {
         let flags = r.u8()?;
         let id: [u8; 16] = r.array()?;
         let (page, pages, first_slot) = (r.u32()?, r.u32()?, r.u32()?);
-        let call = if flags & SIGNED != 0 {
-            let expires_s = r.u32()?;
-            let digest: [u8; 12] = r.array()?;
-            let binding: [u8; 8] = r.array()?;
-            let reissue = r.u8()? != 0;
-            let kind = r.u8()?;
-            let n = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
-            let budget = match kind {
-                0 => Budget::Tokens(n),
-                1 => Budget::Bytes(n),
-                _ => return Err(Refused::Malformed),
-            };
-            let tool_len = usize::from(u16::from_le_bytes(r.array()?));
-            let tool = r.text(tool_len)?;
-            let args_len = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
-            let arguments = r.text(args_len)?;
-            let signed = r.at;
-            let given: [u8; TAG_BYTES] = r.array()?;
-            if r.at != bytes.len() {
-                return Err(Refused::Malformed);
-            }
-            if key.is_empty() {
-                return Err(Refused::Forged);
-            }
-            let mut mac =
-                <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| Refused::Forged)?;
-            mac.update(bytes.get(..signed).ok_or(Refused::Malformed)?);
-            // Constant-time comparison of the truncated tag.
-            mac.verify_truncated_left(&given)
-                .map_err(|_| Refused::Forged)?;
-            Some(Call {
-                expires_s,
-                digest,
-                binding,
-                reissue,
-                budget,
-                tool,
-                arguments,
-            })
-        } else {
-            if r.at != bytes.len() {
-                return Err(Refused::Malformed);
-            }
-            None
-        };
-        if page < 2 || page > pages {
+        if page < 2 || page > pages || flags & !SEALED != 0 {
             return Err(Refused::Malformed);
         }
-        Ok(Handle {
-            id,
-            page,
-            pages,
-            first_slot,
-            call,
-        })
+        let rest = bytes.get(HEADER_BYTES..).unwrap_or_default();
+        let (call, opened_with) = if flags & SEALED != 0 {
+            let split = rest
+                .len()
+                .checked_sub(TAG_BYTES)
+                .ok_or(Refused::Malformed)?;
+            let (sealed, tag) = rest.split_at(split);
+            let n = nonce(header);
+            let opened = keys.iter().enumerate().find_map(|(i, k)| {
+                let mut plain = sealed.to_vec();
+                let cipher = XChaCha20Poly1305::new((&k.handle).into());
+                cipher
+                    .decrypt_in_place_detached(
+                        XNonce::from_slice(&n),
+                        header,
+                        &mut plain,
+                        Tag::from_slice(tag),
+                    )
+                    .ok()
+                    .map(|()| (plain, i))
+            });
+            let (plain, i) = opened.ok_or(Refused::Forged)?;
+            (Some(read_call(&plain)?), i)
+        } else {
+            if !rest.is_empty() {
+                return Err(Refused::Malformed);
+            }
+            (None, 0)
+        };
+        Ok((
+            Handle {
+                id,
+                page,
+                pages,
+                first_slot,
+                call,
+            },
+            opened_with,
+        ))
     }
 
     /// The handle of the page after this one, if any.
@@ -216,6 +264,42 @@ impl Handle {
         let offset = usize::try_from(self.page).ok()?.checked_sub(2)?;
         Some((first + offset) % slots)
     }
+}
+
+/// The call in an opened handle: the sealing gateway wrote it, so a
+/// malformed one means a bug or another version, never an attack.
+fn read_call(plain: &[u8]) -> Result<Call, Refused> {
+    let mut r = Reader {
+        bytes: plain,
+        at: 0,
+    };
+    let expires_s = r.u32()?;
+    let digest: [u8; 12] = r.array()?;
+    let binding: [u8; 8] = r.array()?;
+    let reissue = r.u8()? != 0;
+    let kind = r.u8()?;
+    let n = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
+    let budget = match kind {
+        0 => Budget::Tokens(n),
+        1 => Budget::Bytes(n),
+        _ => return Err(Refused::Malformed),
+    };
+    let tool_len = usize::from(u16::from_le_bytes(r.array()?));
+    let tool = r.text(tool_len)?;
+    let args_len = usize::try_from(r.u32()?).unwrap_or(usize::MAX);
+    let arguments = r.text(args_len)?;
+    if r.at != plain.len() {
+        return Err(Refused::Malformed);
+    }
+    Ok(Call {
+        expires_s,
+        digest,
+        binding,
+        reissue,
+        budget,
+        tool,
+        arguments,
+    })
 }
 
 struct Reader<'a> {
@@ -254,7 +338,9 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
-    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+    fn keys() -> Vec<Derived> {
+        vec![Derived::of(b"0123456789abcdef0123456789abcdef")]
+    }
 
     fn handle(call: bool) -> Handle {
         Handle {
@@ -275,36 +361,64 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_signed_and_unsigned() {
+    fn round_trips_sealed_and_unsealed() {
+        let k = keys();
         for call in [false, true] {
             let h = handle(call);
-            let text = h.encode(KEY);
+            let text = h.encode(Some(&k[0].handle));
             assert!(text
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-            assert_eq!(Handle::decode(&text, KEY), Ok(h));
+            assert_eq!(Handle::decode(&text, &k), Ok((h.clone(), 0)));
+            assert_eq!(text.len(), h.encoded_len(true));
         }
         // What an agent pays for a handle.
-        assert_eq!(handle(false).encode(KEY).len(), 40);
-        assert_eq!(handle(true).encode(KEY).len(), 144);
+        assert_eq!(handle(false).encode(None).len(), 40);
+        assert_eq!(handle(true).encode(Some(&k[0].handle)).len(), 144);
+        // No key: the call is left out.
+        assert_eq!(handle(true).encode(None), handle(false).encode(None));
+        assert_eq!(handle(true).encoded_len(false), 40);
+    }
+
+    #[test]
+    fn the_arguments_are_unreadable_without_the_key() {
+        let k = keys();
+        let text = handle(true).encode(Some(&k[0].handle));
+        let bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
+        for needle in [&b"megabytes"[..], b"export_logs", &[2u8; 8]] {
+            assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+        }
     }
 
     #[test]
     fn a_changed_byte_or_another_key_is_refused() {
-        let text = handle(true).encode(KEY);
-        let other = b"another key, also thirty-two bytes long";
-        assert_eq!(Handle::decode(&text, other), Err(Refused::Forged));
-        assert_eq!(Handle::decode(&text, b""), Err(Refused::Forged));
+        let k = keys();
+        let text = handle(true).encode(Some(&k[0].handle));
+        let other = vec![Derived::of(b"another key, also thirty-two bytes long")];
+        assert_eq!(Handle::decode(&text, &other), Err(Refused::Forged));
+        assert_eq!(Handle::decode(&text, &[]), Err(Refused::Forged));
         let mut bytes = URL_SAFE_NO_PAD.decode(&text).unwrap();
         for i in 0..bytes.len() {
             bytes[i] ^= 0x01;
             let forged = URL_SAFE_NO_PAD.encode(&bytes);
-            assert!(Handle::decode(&forged, KEY).is_err(), "byte {i}");
+            assert!(Handle::decode(&forged, &k).is_err(), "byte {i}");
             bytes[i] ^= 0x01;
         }
         for junk in ["", "x", "!!!!", &"A".repeat(5000)] {
-            assert_eq!(Handle::decode(junk, KEY), Err(Refused::Malformed), "{junk}");
+            assert_eq!(Handle::decode(junk, &k), Err(Refused::Malformed), "{junk}");
         }
+    }
+
+    #[test]
+    fn rotation_seals_with_the_first_and_opens_with_any() {
+        let old = Derived::of(b"the old key, thirty-two bytes long");
+        let new = Derived::of(b"the new key, thirty-two bytes long");
+        let text = handle(true).encode(Some(&old.handle));
+        let both = vec![new.clone(), old.clone()];
+        assert_eq!(Handle::decode(&text, &both), Ok((handle(true), 1)));
+        let fresh = handle(true).encode(Some(&both[0].handle));
+        assert_eq!(Handle::decode(&fresh, &both), Ok((handle(true), 0)));
+        assert_eq!(Handle::decode(&fresh, &[old]), Err(Refused::Forged));
     }
 
     #[test]

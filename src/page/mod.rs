@@ -8,41 +8,28 @@
 //!   every page is kept in proxy-wasm shared data when the result is cut, so
 //!   a page call is one shared-data read. Needs the page call to reach the
 //!   same Envoy (one instance, or routing that keeps a client on one).
-//! - **By calling the tool again** ([`reissue`]): a signed handle
+//! - **By calling the tool again** ([`reissue`]): a sealed handle
 //!   ([`handle`]) carries the original call; a gateway that does not hold
-//!   the page re-issues the `tools/call` to the route's cluster, runs the
-//!   same stages, checks the digest of the result against the one in the
-//!   handle (a changed result is reported, never mixed) and returns the
-//!   page. Only for tools annotated read-only or idempotent, or configured
-//!   so (calling a tool again must be safe).
+//!   the page re-issues the `tools/call` to the route's cluster (or back
+//!   through its own listener, [`mark`]), runs the same stages, checks the
+//!   digest of the result against the one in the handle (a changed result
+//!   is reported, never mixed) and returns the page. Only for tools
+//!   annotated read-only or idempotent, or configured so (calling a tool
+//!   again must be safe).
 //!
-//! The page tool is answered from the request path: its call never reaches
-//! the server ([`serve`]).
+//! Either way a page is served only to its owner ([`owner`]): the caller
+//! it was cut for, on the same server. The page tool is answered from the
+//! request path: its call never reaches the server ([`serve`]).
 
 pub mod cut;
 pub mod handle;
+pub mod keys;
+pub mod mark;
+pub mod owner;
 pub mod reissue;
 pub mod serve;
 pub mod store;
 pub mod tools;
-
-use sha2::{Digest, Sha256};
-
-/// What a page belongs to: the MCP session (`Mcp-Session-Id`, MCP
-/// 2025-03-26 to 2025-11-25; none in 2026-07-28, where a handle is a
-/// capability) and the route's cluster, hashed. A handle from another
-/// session or for another server is refused.
-pub fn binding(session: Option<&str>, cluster: Option<&str>) -> [u8; 8] {
-    let mut h = Sha256::new();
-    h.update(b"mcp-toon/binding/1\0");
-    h.update(session.unwrap_or("").as_bytes());
-    h.update([0]);
-    h.update(cluster.unwrap_or("").as_bytes());
-    let d = h.finalize();
-    let mut out = [0u8; 8];
-    out.copy_from_slice(d.get(..8).unwrap_or(&[0; 8]));
-    out
-}
 
 /// A response the plugin sends itself, without the server.
 #[derive(Debug, Clone, PartialEq, Eq)]

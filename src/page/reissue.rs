@@ -1,18 +1,31 @@
 //! A stateless page: the original `tools/call` re-issued upstream (an HTTP
-//! callout to the route's cluster), its result run through the same stages
-//! and cut the same way, and the requested page returned — if the result's
-//! digest is the one the handle carries.
+//! callout), its result run through the same stages and cut the same way,
+//! and the requested page returned — if the result's digest is the one the
+//! handle carries.
 //!
-//! The re-issued request is the page call's own request made into the
-//! original call: same `:path` and `:authority`, the client's credentials
-//! and MCP headers (`authorization`, `cookie`, `mcp-session-id`,
-//! `mcp-protocol-version`; `mcp-method`/`mcp-name` rewritten for the
-//! original tool, as MCP 2026-07-28 servers check them against the body),
-//! and the page call's `params._meta` (2026-07-28 carries the protocol
-//! version there).
+//! It runs only for the handle's owner ([`super::serve`] checks the owner
+//! first), with the page call's own credentials — which passed the filter
+//! chain before the plugin, and belong to that owner — on the server the
+//! handle was cut on (the binding includes the cluster, route and
+//! authority). The re-issued request is the page call's own request made
+//! into the original call: same `:path` and `:authority`, the client's
+//! credentials and MCP headers (`authorization`, `cookie`, the
+//! `paging.owner` header, `mcp-session-id`, `mcp-protocol-version`;
+//! `mcp-method`/`mcp-name` rewritten for the original tool, as MCP
+//! 2026-07-28 servers check them against the body), and the page call's
+//! `params._meta` (2026-07-28 carries the protocol version there).
+//!
+//! Where it goes: straight to the route's cluster, which skips every filter
+//! listed after the plugin (an HTTP callout enters at the cluster); or,
+//! with `paging.reissue_cluster`, to a cluster that reaches the gateway's
+//! own listener, carrying a mark ([`super::mark`]) so the plugin there
+//! lets it pass untouched while every other filter runs on it again. The
+//! answer is read up to `paging.max_result_bytes` (past it: refused,
+//! `page_reissue_too_large`).
 
 use super::cut::{page_of, Rebuilt};
 use super::handle::Handle;
+use super::keys::Key;
 use super::serve::{refuse, Context, PageCall};
 use super::{tool_result, Framing, LocalReply};
 use crate::config::{ServerScope, Settings};
@@ -38,6 +51,8 @@ pub enum UpstreamReply {
         content_type: Option<String>,
         body: Vec<u8>,
     },
+    /// An answer longer than `paging.max_result_bytes`: not read.
+    TooLarge,
     /// No answer: not sent, reset, timed out.
     Failed,
 }
@@ -58,10 +73,18 @@ pub struct Reissue {
 
 impl Reissue {
     /// The callout for `handle`'s call; `None` when the route has no
-    /// cluster to send it to or the handle carries no call.
-    pub fn new(call: &PageCall, handle: &Handle, cx: &Context<'_>) -> Option<Self> {
+    /// cluster to send it to or the handle carries no call. `mark_key`
+    /// (the sealing key's mark key) marks a call sent back through the
+    /// gateway's listener, at `now_s`.
+    pub fn new(
+        call: &PageCall,
+        handle: &Handle,
+        cx: &Context<'_>,
+        mark_key: Option<&Key>,
+        now_s: u32,
+    ) -> Option<Self> {
         let signed = handle.call.as_ref()?;
-        let cluster = cx.stream.cluster.clone()?;
+        let route_cluster = cx.stream.cluster.clone()?;
         let authority = cx.stream.authority.clone()?;
         let raw = |s: &str| serde_json::value::RawValue::from_string(s.to_string()).ok();
         let mut body = format!(
@@ -108,9 +131,13 @@ impl Reissue {
             ),
         ];
         let mut has_mcp_method = false;
+        let owner_header = match &s.paging.owner {
+            crate::config::OwnerSource::Header(name) => Some(name.as_str()),
+            _ => None,
+        };
         for (name, value) in cx.headers {
             let lower = name.to_ascii_lowercase();
-            if FORWARDED.contains(&lower.as_str()) {
+            if FORWARDED.contains(&lower.as_str()) || owner_header == Some(lower.as_str()) {
                 headers.push((lower, value.clone()));
             } else if lower == "mcp-method" {
                 has_mcp_method = true;
@@ -120,6 +147,21 @@ impl Reissue {
             headers.push(("mcp-method".into(), "tools/call".into()));
             headers.push(("mcp-name".into(), signed.tool.clone()));
         }
+        let via = &s.paging.reissue_cluster;
+        let cluster = if via.is_empty() {
+            route_cluster
+        } else {
+            let mark = super::mark::make(
+                mark_key?,
+                now_s,
+                s.paging.reissue_timeout_ms,
+                cx.path,
+                &authority_of(&headers),
+                &route_cluster,
+            );
+            headers.push((super::mark::HEADER.to_string(), mark));
+            via.clone()
+        };
         Some(Reissue {
             call: call.clone(),
             handle: handle.clone(),
@@ -143,14 +185,18 @@ impl Reissue {
     pub fn finish(&self, reply: &UpstreamReply, settings: &Settings) -> (LocalReply, Decision) {
         let tool = self.tool();
         let refused = |reason: Reason| refuse(&self.call, self.framing, reason, tool);
-        let UpstreamReply::Response {
-            status,
-            content_type,
-            body,
-        } = reply
-        else {
-            return refused(Reason::PageReissueFailed);
+        let (status, content_type, body) = match reply {
+            UpstreamReply::Response {
+                status,
+                content_type,
+                body,
+            } => (status, content_type, body),
+            UpstreamReply::TooLarge => return refused(Reason::PageReissueTooLarge),
+            UpstreamReply::Failed => return refused(Reason::PageReissueFailed),
         };
+        if body.len() > settings.paging.max_result_bytes {
+            return refused(Reason::PageReissueTooLarge);
+        }
         if !(200..300).contains(status) {
             return refused(Reason::PageReissueFailed);
         }
@@ -196,6 +242,14 @@ impl Reissue {
             Err(Rebuilt::Changed) => refused(Reason::PageChanged),
         }
     }
+}
+
+fn authority_of(headers: &[(String, String)]) -> String {
+    headers
+        .iter()
+        .find(|(n, _)| n == ":authority")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
 }
 
 /// The JSON-RPC response with id `id` in an upstream body: the body itself

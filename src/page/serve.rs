@@ -3,14 +3,19 @@
 //! The reply is what an MCP server would send (MCP 2025-06-18 "Tools":
 //! a JSON-RPC response with the request's id whose result is a
 //! `CallToolResult`), as JSON or one SSE event as the client accepts. A
-//! handle that is unknown, expired, forged or another session's gets a tool
-//! error (`isError: true`) telling the agent to call the original tool again
-//! with narrower arguments.
+//! handle that is unknown, expired, forged, or another owner's (another
+//! caller, session or server: [`super::owner`]) gets a tool error
+//! (`isError: true`) telling the agent to call the original tool again
+//! with narrower arguments. The owner is checked before anything else is
+//! done for the call: a foreign handle is never served from the store and
+//! never re-issued.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::handle::{Handle, Refused};
+use super::keys;
+use super::owner::Owner;
 use super::reissue::Reissue;
 use super::store::{Miss, Store};
 use super::{tool_result, tools, Framing, LocalReply};
@@ -65,9 +70,19 @@ struct Meta {
     version: Option<String>,
 }
 
+/// A page call, or one whose id is too long to copy into a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    Call(PageCall),
+    /// Its id's JSON text is longer than `max_id_bytes`: it is answered
+    /// with a JSON-RPC error whose id is null (JSON-RPC 2.0 §5: the id
+    /// could not be taken), and never copied anywhere.
+    IdTooLong,
+}
+
 /// The page call in `body`: one JSON-RPC request (not a batch) calling
-/// `tool_name`.
-pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
+/// `tool_name`, with an id of at most `max_id` bytes of JSON text.
+pub fn parse(body: &[u8], tool_name: &str, max_id: usize) -> Option<Parsed> {
     let text = std::str::from_utf8(body).ok()?;
     if !text.trim_start().starts_with('{') {
         return None;
@@ -77,7 +92,14 @@ pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
     if r.method.as_deref() != Some(TOOLS_CALL) || params.name.as_deref() != Some(tool_name) {
         return None;
     }
-    let id = id_key(r.id?)?;
+    let raw_id = r.id?;
+    if raw_id.get().len() > max_id {
+        return Some(Parsed::IdTooLong);
+    }
+    let id = id_key(raw_id)?;
+    if id.len() > max_id {
+        return Some(Parsed::IdTooLong);
+    }
     let handle = params
         .arguments
         .and_then(|a| serde_json::from_str::<Arguments>(a.get()).ok())
@@ -87,12 +109,40 @@ pub fn parse(body: &[u8], tool_name: &str) -> Option<PageCall> {
         .meta
         .and_then(|m| serde_json::from_str::<Meta>(m.get()).ok())
         .and_then(|m| m.version);
-    Some(PageCall {
+    Some(Parsed::Call(PageCall {
         id,
         handle,
         meta: params.meta.map(|m| m.get().to_string()),
         modern: super::is_modern(version.as_deref()),
-    })
+    }))
+}
+
+/// The answer to a page call whose id is too long: HTTP 400 with a
+/// JSON-RPC error, id null (MCP 2025-11-25 "Streamable HTTP": a POST the
+/// server cannot accept gets 400, optionally with an error response without
+/// an id).
+pub fn id_too_long() -> (LocalReply, Decision) {
+    let message = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"The request id is longer than this gateway accepts (max_id_bytes)."}}"#;
+    let reply = LocalReply {
+        status: 400,
+        headers: vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("cache-control".to_string(), "no-store".to_string()),
+        ],
+        body: message.as_bytes().to_vec(),
+    };
+    let d = Decision {
+        stage: Stage::Page,
+        outcome: Outcome::Passthrough(Reason::IdTooLong),
+        id: None,
+        tool: None,
+        block: None,
+        bytes_before: 0,
+        bytes_after: 0,
+        lossless: false,
+        transform: None,
+    };
+    (reply, d)
 }
 
 /// What the request path does with a page call.
@@ -110,7 +160,8 @@ pub struct Context<'a> {
     pub settings: &'a Settings,
     pub scope: ServerScope,
     pub stream: &'a StreamInfo,
-    pub binding: [u8; 8],
+    /// Whom the page call comes from ([`Owner::of`] its request).
+    pub owner: &'a Owner,
     pub framing: Framing,
     /// `:path` and request headers of the page call, for a re-issued call.
     pub path: &'a str,
@@ -140,9 +191,10 @@ pub fn refuse(
 ) -> (LocalReply, Decision) {
     let why = match reason {
         Reason::PageExpired => "This page handle has expired.",
-        Reason::PageForeign => "This page handle belongs to another session.",
+        Reason::PageForeign => "This page handle belongs to another caller, session or server.",
         Reason::PageChanged => "The result changed since its first page was sent (the tool returned something else when called again), so its pages would not fit together.",
         Reason::PageReissueFailed => "The rest of this result is not held by this gateway, and calling the tool again failed.",
+        Reason::PageReissueTooLarge => "The rest of this result is not held by this gateway, and calling the tool again returned more than this gateway holds (paging.max_result_bytes).",
         Reason::PageMissing => "The page tool needs its `handle` argument: the handle in the notice of the previous page.",
         _ => "This page handle is unknown here: it was not issued by this gateway, or its pages are no longer held.",
     };
@@ -177,19 +229,24 @@ pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host:
     let Some(text) = call.handle.as_deref() else {
         return refused(Reason::PageMissing, None);
     };
-    let handle = match Handle::decode(text, &paging.key) {
+    let keys = keys::derive(&paging.keys);
+    let (handle, opened_with) = match Handle::decode(text, &keys) {
         Ok(h) => h,
         Err(Refused::Malformed | Refused::Forged) => return refused(Reason::PageForged, None),
     };
     let tool = handle.call.as_ref().map(|c| c.tool.clone());
     let now_s = u32::try_from(host.now_ms() / 1000).unwrap_or(u32::MAX);
     let mut miss = Miss::Unknown;
-    if let Some(slot) = handle
+    let slot = handle
         .slot(paging.store_pages)
-        .filter(|_| paging.store_bytes > 0)
-    {
+        .filter(|_| paging.store_bytes > 0);
+    // The local key only where a page may be stored: reading it may make
+    // it.
+    let local = slot.and_then(|_| keys::local(host));
+    if let Some((slot, local)) = slot.zip(local) {
         let store = Store::new(host, paging.store_pages, paging.store_bytes);
-        match store.read(slot, &handle.id, handle.page, &cx.binding, now_s) {
+        let binding = cx.owner.binding(&local);
+        match store.read(slot, &handle.id, handle.page, &binding, now_s) {
             Ok(kept) => {
                 let message =
                     tool_result(&call.id, &[&kept.text, &kept.notice], false, call.modern);
@@ -212,7 +269,9 @@ pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host:
         };
         return refused(reason, None);
     };
-    if signed.binding != cx.binding {
+    // The owner first: a foreign handle is never re-issued.
+    let owner_key = keys.get(opened_with).map(|k| k.owner);
+    if owner_key.map(|k| cx.owner.binding(&k)) != Some(signed.binding) {
         return refused(Reason::PageForeign, tool.as_deref());
     }
     if signed.expires_s <= now_s || miss == Miss::Expired {
@@ -224,14 +283,22 @@ pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host:
         ReissuePolicy::Never => false,
         ReissuePolicy::Auto => {
             signed.reissue
-                || tools::known_safe(
-                    host,
-                    cx.stream.cluster.as_deref().unwrap_or(""),
-                    &signed.tool,
-                ) == Some(true)
+                || tools::known_safe(host, &cx.stream.server(), &signed.tool) == Some(true)
         }
     };
-    match (safe, Reissue::new(call, &handle, cx)) {
+    // Opened with an older key: the handles this page call hands on are
+    // sealed with the first key, so their binding is the owner's under it.
+    let mut handle = handle;
+    if opened_with != 0 {
+        if let (Some(first), Some(c)) = (keys.first(), handle.call.as_mut()) {
+            c.binding = cx.owner.binding(&first.owner);
+        }
+    }
+    let mark_key = keys.first().map(|k| k.mark);
+    match (
+        safe,
+        Reissue::new(call, &handle, cx, mark_key.as_ref(), now_s),
+    ) {
         (true, Some(r)) => Answer::Reissue(Box::new(r)),
         _ => refused(Reason::PageUnknown, tool.as_deref()),
     }

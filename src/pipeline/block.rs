@@ -3,11 +3,13 @@
 
 use std::ops::Range;
 
-use crate::config::{Policy, Settings};
+use crate::config::{Header, Policy, Settings};
+use crate::json::python;
+use crate::marker;
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
 use crate::stage;
-use crate::stage::clean::{self, Framing};
+use crate::stage::clean::{self, Framing, Transform};
 use crate::stage::project::{self, Query, Refusal};
 
 /// One text block on its way through the stages.
@@ -27,9 +29,14 @@ pub(super) struct Block {
     /// one to miss, the write would only be sized wrong, never written
     /// wrong.
     pub(super) wire: Option<usize>,
-    /// Whether the text as read has whitespace between JSON tokens, when
-    /// the scan found it (for clean, the first to look).
-    pub(super) layout: Option<bool>,
+    /// Whether the text as read has whitespace between JSON tokens, and
+    /// escapes, when the scan found it (for clean, the first to look).
+    pub(super) layout: Option<clean::Known>,
+    /// Compaction is all the clean stage would do to the text, and TOON
+    /// reads it as it is, measured as its compact form
+    /// ([`clean::compact::deferrable`]): the compact text is written only
+    /// if TOON leaves the block.
+    pub(super) deferred: bool,
     pub(super) changed: bool,
     pub(super) id: String,
     pub(super) tool: Option<String>,
@@ -116,8 +123,103 @@ impl Block {
         Some(self.passthrough(Stage::Toon, reason))
     }
 
+    /// The block's text read as a Python literal (`clean.python_literal`),
+    /// where its policy reads them and the text is exactly a `repr`: what
+    /// the TOON stage encodes in its place.
+    pub(super) fn python(&self) -> Option<python::Read> {
+        if !self.policy.clean.reads_python() {
+            return None;
+        }
+        python::read(&self.text)
+    }
+
+    /// TOON encodes `read`, the Python literal the text is: the read is
+    /// recorded (clean's `python_literal`, lossless) and its JSON becomes
+    /// the text TOON's emission replaces.
+    pub(super) fn take_python(&mut self, read: python::Read, report: &mut Report) {
+        report.push(self.applied(&clean::Applied {
+            transform: Transform::PythonLiteral,
+            bytes_before: self.text.len(),
+            bytes_after: read.json.len(),
+        }));
+        self.set_text(read.json);
+    }
+
+    /// TOON left `read`, the Python literal the text is (of `wire` bytes
+    /// as a literal on the wire): its compact JSON goes out instead, after
+    /// the line that says what it was ([`marker::python_line`]; none with
+    /// the header `none`), when that is smaller on the wire too. Strings
+    /// cost two bytes more there than in Python (`\"` for `'`), which the
+    /// separators rarely pay back, so mostly literals of numbers, words
+    /// and tuples. Returns whether it did.
+    pub(super) fn python_json(
+        &mut self,
+        read: python::Read,
+        wire: usize,
+        keyed: bool,
+        report: &mut Report,
+    ) -> bool {
+        let lined = self.policy.toon.header != Header::None;
+        // A trimmed block's note goes above, with the tag.
+        let tag = lined && keyed && self.trim_note.is_none();
+        let mut text = String::new();
+        if lined {
+            text.push_str(&marker::python_line(read.tuples));
+            if tag {
+                text.push_str(&crate::tag::placeholder());
+            }
+            text.push('\n');
+        }
+        let new_wire = stage::literal_len(&read.json) + text.len() + usize::from(!text.is_empty());
+        if new_wire >= wire || read.json.len() + text.len() >= self.text.len() {
+            return false;
+        }
+        text.push_str(&read.json);
+        report.push(self.applied(&clean::Applied {
+            transform: Transform::PythonLiteral,
+            bytes_before: self.text.len(),
+            bytes_after: text.len(),
+        }));
+        self.set_text(text);
+        self.wire = Some(new_wire);
+        self.tagged |= tag;
+        true
+    }
+
+    /// Why TOON left a text that is no JSON: a Python literal that the
+    /// policy does not read says so, so that operators see what it would
+    /// save.
+    pub(super) fn no_json_reason(&self) -> Reason {
+        if !self.policy.clean.reads_python() && python::read(&self.text).is_some() {
+            Reason::PythonLiteralOff
+        } else {
+            Reason::NotJson
+        }
+    }
+
     /// Stage 1, clean: each transform that changed the block is recorded.
-    pub(super) fn clean(&mut self, report: &mut Report) {
+    /// With `defer`, a block the clean stage would only compact, and that
+    /// meets no stage but TOON before it, is measured instead
+    /// ([`Block::deferred`]); the pipeline passes `defer` only where no
+    /// record can come between this one and TOON's, so that the records
+    /// keep their order.
+    pub(super) fn clean(&mut self, report: &mut Report, defer: bool) {
+        let only_toon_next = self.query.is_none()
+            && self.policy.project.rules.is_empty()
+            && !self.policy.trim
+            && self.policy.toon.mode != crate::config::Mode::Off;
+        if defer
+            && only_toon_next
+            && clean::compact::deferrable(
+                &self.text,
+                &self.policy.clean,
+                self.layout.map(|k| k.layout),
+            )
+        {
+            self.deferred = true;
+            self.layout = None;
+            return;
+        }
         let cleaned = clean::clean_known(&self.text, &self.policy.clean, self.layout.take());
         if let Some(reason @ Reason::HtmlBudget) = cleaned.skipped {
             report.push(self.passthrough(Stage::Clean, reason));
@@ -177,7 +279,8 @@ impl Block {
             return;
         };
         let result = if self.policy.project.queries {
-            Query::parse(&query, settings.project.max_query_bytes).and_then(|q| q.apply(&self.text))
+            Query::parse(&query, settings.project.max_query_bytes)
+                .and_then(|q| q.apply_within(&self.text, &settings.project.query_budget))
         } else {
             Err(Refusal {
                 reason: Reason::QueryOff,

@@ -56,8 +56,11 @@ impl Shape {
 /// Where pages of this stream's results go and whom they belong to.
 pub struct PageContext<'a, H: SessionStore + ?Sized> {
     pub host: &'a mut H,
-    /// [`crate::page::binding`] of the stream's session and cluster.
-    pub binding: [u8; 8],
+    /// Whom the stream's results are cut for: their pages are bound to
+    /// them ([`crate::page::owner`]).
+    pub owner: &'a crate::page::owner::Owner,
+    /// The server ([`crate::config::StreamInfo::server`]) whose listings
+    /// say which tools are safe to call again ([`crate::page::tools`]).
     pub cluster: Option<&'a str>,
 }
 
@@ -129,7 +132,7 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
         let call = CallInfo {
             tool: shape.tool.as_deref(),
             arguments: shape.arguments.as_deref(),
-            binding: cx.binding,
+            owner: cx.owner,
             cluster: cx.cluster,
             trimmed,
         };
@@ -348,7 +351,7 @@ mod tests {
         .unwrap();
         let mut cx = PageContext {
             host,
-            binding: [0; 8],
+            owner: &crate::page::owner::Owner::default(),
             cluster: Some("c"),
         };
         let out = job
@@ -388,7 +391,8 @@ mod tests {
             "the rest of the result is the server's"
         );
         assert_eq!(tools::known_safe(&host, "c", "rows"), Some(true));
-        assert_eq!(tools::known_safe(&host, "c", "write"), Some(false));
+        // Not known safe: nothing is kept for it.
+        assert_eq!(tools::known_safe(&host, "c", "write"), None);
         // Not on a listing page with more to come.
         let v = run(
             PAGING,

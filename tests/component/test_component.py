@@ -29,7 +29,7 @@ CONFIG_CASES = [
     ("", True),
     ('{"toon":{"header":"fence","min_savings_pct":10}}', True),
     ('{"toon":{"mode":"always","header":"none"}}', True),
-    ('{"max_body_bytes":1024}', True),
+    ('{"max_body_bytes":1024,"max_response_bytes":1024}', True),
     ('{"toon":{"mode":"off"}}', True),
     # Trim on: the component has no HTTP client, so its callout fails open.
     ('{"trim":{"enabled":true,"cluster":"llm","threshold_bytes":100}}', True),

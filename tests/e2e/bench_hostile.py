@@ -32,12 +32,13 @@ from typing import Any
 
 import pytest
 
+import artifacts
 import harness
 from test_hostile import BESIDE, BY_NAME, CONFIGS, GATED, HOSTILE, beside, envoy, send, upstream  # noqa: F401 (fixtures)
 
 RUNS = 5
 ROWS: list[dict[str, Any]] = []
-OUT = Path(os.environ.get("BENCH_HOSTILE_JSON") or harness.ROOT / "target" / "bench" / "hostile.json")
+OUT = Path(os.environ.get("BENCH_HOSTILE_JSON") or artifacts.TARGET / "bench" / "hostile.json")
 
 
 def verdict(t: float, limit: float) -> str:

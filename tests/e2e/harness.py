@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -24,12 +25,16 @@ from typing import Any, Callable
 import httpx
 import yaml
 
+import artifacts
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = ROOT / ".venv" / "bin"
 ENVOY = VENV_BIN / "envoy"
 PYTHON = VENV_BIN / "python"
-# Where cargo put the module (CARGO_TARGET_DIR respected, as the Makefile does).
-WASM = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+# Where cargo put the module (artifacts.py asks cargo).
+WASM = artifacts.WASM
+# How the repository's Envoy configs name it.
+REPO_MODULE = "target/wasm32-wasip1/release/mcp_toon.wasm"
 ENVOY_TEMPLATE = ROOT / "envoy" / "envoy.yaml"
 DEMO_SERVER = ROOT / "examples" / "demo_server.py"
 TOON_DECODER = ROOT / "tests" / "e2e" / "toon_decode.mjs"
@@ -259,11 +264,14 @@ def start_envoy(
     tweak: Callable[[dict[str, Any]], None] | None = None,
     concurrency: int = 1,
     wasm: Path = WASM,
+    env: dict[str, str] | None = None,
 ) -> Envoy:
     """`tweak`: edits the rendered configuration in place before Envoy
     starts (e.g. route timeouts for event streams); `concurrency`: worker
     threads (each runs its own VM; shared data spans them). `wasm`: the
-    module every listener loads (the release build by default)."""
+    module every listener loads (the release build by default). `env`: more
+    environment variables for Envoy's process (a VM sees those its
+    `vm_config.environment_variables.host_env_keys` names)."""
     admin_port = free_port()
     config = render_envoy(
         listeners, upstream_port, admin_port, wasm=wasm, access_log_path=access_log_path, extra_clusters=extra_clusters
@@ -291,6 +299,7 @@ def start_envoy(
             "100",
         ],
         work_dir / f"{name}.log",
+        env=env,
     )
     envoy = Envoy(proc, admin_port, {l.name: l for l in listeners}, config_path)
     if not wait:
@@ -337,16 +346,26 @@ def envoy_version() -> str:
     return "?"
 
 
-def validate_envoy_config(path: Path) -> subprocess.CompletedProcess[str]:
+def validate_envoy_config(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`envoy --mode validate`: parses the config and loads the plugin
-    (on_configure runs), without opening ports."""
-    return subprocess.run(
-        [str(ENVOY), "--mode", "validate", "-c", str(path), "--disable-hot-restart", "--log-level", "info"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    (on_configure runs), without opening ports. `env`: more environment
+    variables (a secret the plugin reads through `host_env_keys`). The
+    repository's configs name the module where `make build` puts it without
+    CARGO_TARGET_DIR, relative to the checkout (users run them from its
+    root); where the build is elsewhere, a copy names the module where it is."""
+    with tempfile.TemporaryDirectory() as tmp:
+        text = path.read_text()
+        if REPO_MODULE in text and WASM.resolve() != (ROOT / REPO_MODULE).resolve():
+            path = Path(tmp) / path.name
+            path.write_text(text.replace(REPO_MODULE, str(WASM)))
+        return subprocess.run(
+            [str(ENVOY), "--mode", "validate", "-c", str(path), "--disable-hot-restart", "--log-level", "info"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, **(env or {})},
+        )
 
 
 # --- raw MCP over HTTP -------------------------------------------------------------
@@ -430,3 +449,109 @@ def same_json(a: Any, b: Any, path: str = "$") -> None:
             same_json(x, y, f"{path}[{i}]")
     else:
         assert type(a) is type(b) and a == b, f"{path}: {a!r} != {b!r}"
+
+
+# --- Traefik (the http-wasm plugin) ------------------------------------------
+
+TRAEFIK = VENV_BIN / "traefik"
+# `make traefik` builds the plugin directory Traefik loads as a local plugin.
+TRAEFIK_PLUGIN = ROOT / "build" / "traefik" / "plugins-local" / "src" / "mcp-toon"
+
+
+class Traefik:
+    """A running Traefik: one entry point per router, each router with its
+    own mcp-toon middleware (None: no plugin) in front of one upstream."""
+
+    def __init__(self, proc: Proc, ports: dict[str, int], work_dir: Path):
+        self.proc = proc
+        self.ports = ports
+        self.work_dir = work_dir
+
+    def url(self, router: str, path: str = "/mcp") -> str:
+        return f"http://127.0.0.1:{self.ports[router]}{path}"
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def traefik_options(plugin_config: dict[str, Any] | str | None, log_level: str | None = None) -> dict[str, str]:
+    """A middleware's plugin options: Traefik passes every option as a
+    string, so the configuration JSON travels as one."""
+    options: dict[str, str] = {}
+    if plugin_config is not None:
+        options["config"] = plugin_config if isinstance(plugin_config, str) else json.dumps(plugin_config)
+    if log_level is not None:
+        options["log_level"] = log_level
+    return options
+
+
+def start_traefik(
+    routers: dict[str, dict[str, Any] | str | None],
+    upstream_port: int,
+    work_dir: Path,
+    name: str = "traefik",
+    plugin_dir: Path = TRAEFIK_PLUGIN,
+    log_level: str = "INFO",
+    plugin_log_level: str | None = None,
+    wait: bool = True,
+    upstreams: dict[str, int] | None = None,
+) -> Traefik:
+    """Traefik with a file provider, the plugin as a local plugin copied
+    into its working directory, and one entry point (a free loopback port)
+    per router. `routers`: name -> plugin configuration (a dict, a JSON
+    string, or None for a router without the middleware). `upstreams`:
+    router -> another upstream port than `upstream_port`."""
+    home = work_dir / name
+    local = home / "plugins-local" / "src" / "mcp-toon"
+    local.mkdir(parents=True, exist_ok=True)
+    for f in (".traefik.yml", "plugin.wasm"):
+        (local / f).write_bytes((plugin_dir / f).read_bytes())
+    ports = {r: free_port() for r in routers}
+    static = {
+        "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
+        "entryPoints": {r: {"address": f"127.0.0.1:{p}"} for r, p in ports.items()},
+        "providers": {"file": {"filename": str(home / "dynamic.yml")}},
+        "experimental": {"localPlugins": {"mcp-toon": {"moduleName": "mcp-toon"}}},
+        "log": {"level": log_level, "noColor": True},
+    }
+    dynamic: dict[str, Any] = {"http": {"routers": {}, "middlewares": {}, "services": {}}}
+    http = dynamic["http"]
+    for router, cfg in routers.items():
+        port = (upstreams or {}).get(router, upstream_port)
+        http["services"][router] = {"loadBalancer": {"servers": [{"url": f"http://127.0.0.1:{port}"}]}}
+        entry: dict[str, Any] = {"rule": "PathPrefix(`/`)", "service": router, "entryPoints": [router]}
+        if cfg is not None:
+            http["middlewares"][router] = {"plugin": {"mcp-toon": traefik_options(cfg, plugin_log_level)}}
+            entry["middlewares"] = [router]
+        http["routers"][router] = entry
+    if not http["middlewares"]:
+        del http["middlewares"]
+    (home / "static.yml").write_text(yaml.safe_dump(static))
+    (home / "dynamic.yml").write_text(yaml.safe_dump(dynamic))
+    proc = Proc(name, [str(TRAEFIK), f"--configFile={home / 'static.yml'}"], work_dir / f"{name}.log", cwd=home)
+    traefik = Traefik(proc, ports, home)
+    if not wait:
+        return traefik
+    try:
+        for port in ports.values():
+            wait_for_port(port, proc, timeout=60)
+        # The entry points open before the routers are built: wait until
+        # each stops answering with Traefik's own 404 (no router yet).
+        deadline = time.monotonic() + 30
+        for router in ports:
+            while True:
+                try:
+                    with httpx.Client(timeout=5) as c:
+                        r = c.get(traefik.url(router, "/__mcp_toon_ready"))
+                    routed = not (r.status_code == 404 and r.content == b"404 page not found\n")
+                except httpx.HTTPError:
+                    routed = False
+                if routed:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name}: router {router} not ready:\n{proc.log()[-3000:]}")
+                time.sleep(0.1)
+    except Exception:
+        proc.stop()
+        raise
+    return traefik

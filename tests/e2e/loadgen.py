@@ -75,7 +75,7 @@ def upstream_config(cases: list[Canned], port: int, admin_port: int, work_dir: P
                                         "route_config": {
                                             "name": "canned",
                                             # direct_response bodies are capped at 4 KiB by default.
-                                            "max_direct_response_body_size_bytes": 8 * 1024 * 1024,
+                                            "max_direct_response_body_size_bytes": 32 * 1024 * 1024,
                                             "virtual_hosts": [{"name": "canned", "domains": ["*"], "routes": routes}],
                                         },
                                         "http_filters": [

@@ -10,12 +10,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import artifacts
 import harness
 
 # MCP_TOON_CLI points elsewhere.
 CLI = Path(
     os.environ.get("MCP_TOON_CLI")
-    or Path(os.environ.get("CARGO_TARGET_DIR") or harness.ROOT / "target") / "release" / "mcp-toon"
+    or artifacts.CLI
 )
 
 

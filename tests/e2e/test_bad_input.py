@@ -34,8 +34,8 @@ from harness import MARKER, Listener
 LISTENERS = {
     "held": ({"hold_headers": True}, True),
     "plain": ({}, False),
-    # A small body limit for the over-limit case.
-    "small": ({"max_body_bytes": 65536}, False),
+    # A small response limit for the over-limit case.
+    "small": ({"max_body_bytes": 65536, "max_response_bytes": 65536}, False),
     # Fenced TOON: the fence must outgrow any backtick run in the values.
     "fence": ({"toon": {"header": "fence"}}, False),
 }
@@ -230,7 +230,7 @@ def send(envoy: harness.Envoy, listener: str, name: str, request: Any = None, ht
 
 
 # Gauges (memory), not counters: they move with any traffic.
-GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes", "mcp_toon_vm_held_bytes", "mcp_toon_vm_held_bytes_max")
 
 
 def passthrough_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:

@@ -117,7 +117,13 @@ def call(url: str, tool: str, args: dict[str, Any] | None = None) -> Call:
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: v - before.get(k, 0.0) for k, v in after.items() if k.startswith("mcp_toon_") and v != before.get(k, 0.0)}
+    # Gauges (peaks, what the VM holds now) are not what a call moved.
+    gauges = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes", "mcp_toon_vm_held_bytes", "mcp_toon_vm_held_bytes_max")
+    return {
+        k: v - before.get(k, 0.0)
+        for k, v in after.items()
+        if k.startswith("mcp_toon_") and k not in gauges and v != before.get(k, 0.0)
+    }
 
 
 def counted(envoy: harness.Envoy, url: str, tool: str) -> tuple[Call, dict[str, float]]:

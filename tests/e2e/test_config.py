@@ -42,6 +42,12 @@ BAD = [
     ({"paging": {"tool_name": "next page"}}, "paging.tool_name", "letters"),
     ({"paging": {"ttl_s": 0}}, "paging.ttl_s", "1..=86400"),
     ({"paging": {"key": "hunter2-secret"}}, "paging.key", "at least 32 printable characters"),
+    # Every secret field, in any JSON type, is refused without its value
+    # (issue 37: a number here was echoed in Envoy's log).
+    ({"paging": {"key": 1234567890123}}, "paging.key", "must be a string"),
+    ({"marker_key": {"hunter2": 1234567890123}}, "marker_key", "must be a string"),
+    ({"trim": {"client_id": "id", "client_secret": [1234567890123]}}, "trim.client_secret", "must be a string"),
+    ({"paging": {"key": {"env": "MCP_TOON_UNSET_HUNTER2"}}}, "paging.key", "is not set in the VM"),
 ]
 
 
@@ -64,6 +70,7 @@ def test_bad_configuration_is_refused_with_the_field_named(demo, work_dir, index
     assert "Unable to create Wasm plugin mcp_toon" in log
     # A secret in the configuration is never echoed.
     assert "hunter2" not in log
+    assert "1234567890123" not in log
     assert not harness.port_open(envoy.listeners["bad"].port)
 
 
@@ -71,13 +78,14 @@ def test_good_configuration_is_accepted(demo, work_dir):
     config = {
         "toon": {"mode": "adaptive", "min_savings_pct": 30, "header": "fence", "verify": True},
         "max_body_bytes": 2048,
+        "max_response_bytes": 2048,
         "servers": [{"match": {"cluster": "mcp_upstream"}, "toon": {"min_rows": 2}, "tools": {"x": {"toon": {"mode": "off"}}}}],
         "tools": {"y": {"toon": {"mode": "always"}}},
     }
     envoy = harness.start_envoy([Listener("good", config)], demo.port, work_dir, name="envoy-good")
     try:
         assert "mcp-toon: configuration accepted" in envoy.proc.log()
-        # max_body_bytes 2048: a 9 kB result passes, counted.
+        # max_response_bytes 2048: a 9 kB result passes, counted.
         r = harness.call_tool(envoy.url("good"), "list_users")
         assert r.headers.get("x-mcp-toon") is None
         assert r.content == harness.call_tool(f"http://127.0.0.1:{demo.port}/mcp", "list_users").content
@@ -100,9 +108,13 @@ def test_repository_has_envoy_configs():
     assert harness.ROOT / "envoy" / "envoy.yaml" in repo_envoy_configs()
 
 
+# What examples read from Envoy's environment (`host_env_keys`).
+EXAMPLE_ENV = {"MCP_TOON_PAGING_KEY": "validate-only-key-0123456789abcdef0123456789"}
+
+
 @pytest.mark.parametrize("path", repo_envoy_configs(), ids=lambda p: str(p.relative_to(harness.ROOT)))
 def test_envoy_config_in_repository_validates(path):
-    r = harness.validate_envoy_config(path)
+    r = harness.validate_envoy_config(path, env=EXAMPLE_ENV)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     out = r.stdout + r.stderr
     assert "OK" in out

@@ -27,10 +27,11 @@ from typing import Any
 import pytest
 import yaml
 
+import artifacts
 import harness
 from harness import Listener, split_marker, toon_decode
 
-FAULT_TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or harness.ROOT / "target") / "fault-injection"
+FAULT_TARGET = artifacts.TARGET / "fault-injection"
 FAULT_WASM = FAULT_TARGET / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 TRAP = {"x-mcp-toon-fault": "trap"}
 # The header the fault module looks for (src/adapter/fault.rs TRAP_HEADER).

@@ -6,8 +6,9 @@ letter, `<rt>` and `<div title="<">` nesting, attribute floods, a table
 spanning four billion columns, tables only the generic TOON path decides,
 JSON that the walks (validation, compaction, TOON's parse) must refuse or
 compact in linear time (half a million levels of nesting, escapes, a wide
-object, a number of a million digits), a batch of thousands of calls, SSE
-events that never end — with
+object, a number of a million digits), Python literals (`str(rows)` read
+as data, and texts the reader must refuse in linear time), a batch of
+thousands of calls, SSE events that never end — with
 `max_body_bytes` raised to 4 MiB so that the plugin examines them.
 
 One Envoy (one worker: `--concurrency 1`) has three listeners on the same
@@ -77,8 +78,9 @@ def wrapped_base64(width: int, n: int = MB) -> str:
     return "\n".join(raw[i : i + width] for i in range(0, len(raw), width)) + "\n"
 
 
-def sparse_rows(n: int = MB) -> str:
-    """Every tenth row lacks a key: only the generic TOON path decides it."""
+def sparse_list(n: int) -> str:
+    """Rows of about `n` bytes, every tenth lacking a key: the fast path
+    reads them as a list of objects (TOON spec §9.4)."""
     rows = []
     size = 2
     i = 0
@@ -90,12 +92,21 @@ def sparse_rows(n: int = MB) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
+def sparse_rows(n: int = MB) -> str:
+    """Sparse rows and, beside them, an array nesting past the fast
+    parser's bound (100 levels): only the generic TOON path decides it, as
+    in the adversarial bench's toon_sparse_rows (rows lacking a key alone
+    take the fast path)."""
+    deep = "[" * 101 + "]" * 101
+    return '{"deep":' + deep + ',"rows":' + sparse_list(n - len(deep) - 17) + "}"
+
+
 def sparse_exactly(n: int) -> str:
-    """Sparse rows of exactly `n` bytes (the last name padded)."""
+    """sparse_rows of exactly `n` bytes (the last name padded)."""
     text = sparse_rows(n - 64)
-    rows = json.loads(text)
-    rows[-1]["name"] += "x" * (n - len(text))
-    out = json.dumps(rows, separators=(",", ":"))
+    value = json.loads(text)
+    value["rows"][-1]["name"] += "x" * (n - len(text))
+    out = json.dumps(value, separators=(",", ":"))
     assert len(out) == n, (len(out), n)
     return out
 
@@ -165,6 +176,25 @@ def compacted(original: str) -> Callable[[bytes], None]:
         assert "\n" not in text and ", " not in text[:1000]
 
     return check
+
+
+def py_rows(n: int = MB) -> str:
+    """`str(rows)` of a table, as PyPI mcp-server-sqlite sends every result:
+    a Python literal the plugin reads as data (clean.python_literal)."""
+    rows = []
+    size = 2
+    i = 0
+    while size < n:
+        row = {"id": i, "name": f"Customer {i}", "score": i % 9 + 0.5, "ok": i % 2 == 0, "note": None}
+        size += len(repr(row)) + 2
+        rows.append(row)
+        i += 1
+    return str(rows)
+
+
+def python_literal(body: bytes) -> None:
+    text = text_of(body)
+    assert text.startswith(harness.MARKER) and "From a Python literal" in text.split("\n", 1)[0], text[:300]
 
 
 def page(n: int = MB) -> str:
@@ -290,6 +320,14 @@ CASES = [
         for name, text in json_walks().items()
         for counts, compact in [JSON_WALK_COUNTS[name]]
     ],
+    # Python literals (clean.python_literal, on by default): a table read
+    # and encoded is the ordinary input; a text refused at its last byte, a
+    # megabyte of tuples opening (read whole, past the nesting bound at
+    # once) and one dict of very many keys are the hostile ones.
+    Case("py_rows", result(py_rows()), {"default": {"cleaned": 1, "clean_python_literal": 1, "encoded": 1, "bytes_before": -1, "bytes_after": -1}, "transforms": {"cleaned": 1, "clean_python_literal": 1, "encoded": 1, "bytes_before": -1, "bytes_after": -1}}, {"default": python_literal, "transforms": python_literal}),
+    Case("py_near_miss", result(py_rows()[:-1] + "}"), {"default": {"not_json": 1}, "transforms": {"not_json": 1}}, like="py_rows"),
+    Case("py_deep_tuples", result(repeat("(")), {"default": {"not_json": 1}, "transforms": {"not_json": 1}}, like="py_rows"),
+    Case("py_many_keys", result("{" + ", ".join(f"'key {i}': True" for i in range(MB // 16)) + "}"), {"default": {"not_tabular": 1}, "transforms": {"not_tabular": 1}}, like="py_rows"),
     # TOON: what only the generic path decides.
     Case("toon_sparse_rows", result(sparse_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
     Case("toon_group_rows", result(group_rows()), {"default": {"toon_budget": 1}, "transforms": {"toon_budget": 1}}, like="table"),
@@ -343,7 +381,7 @@ MARKER_KEY = "e2e-marker-key-0123456789"
 SERVER_MARKER = Case("server_marker", result(harness.MARKER + "\n" + SMALL_TABLE), {})
 KEYED_TABLE = Case("keyed_table", call_of(1, "fetch")[1], {})
 BY_NAME = {c.name: c for c in CASES}
-HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "pretty_table", "sse_table_events", "sse_text_event", "small")]
+HOSTILE = [c for c in CASES if c.name not in ("plain_text", "page", "blob", "batch_in_order", "table", "pretty_table", "py_rows", "sse_table_events", "sse_text_event", "small")]
 # Issue 13's stalls, each as one SSE event on a stream the upstream keeps
 # open (raw_server.py `gate`): the event goes out when the test opens the
 # gate, the stream ends when the test releases it or HOLD_S seconds later.
@@ -417,7 +455,7 @@ def send(envoy: harness.Envoy, listener: str, case: Case, timeout: float = 120) 
         return time.monotonic() - start, raw
 
 
-GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes", "mcp_toon_vm_held_bytes", "mcp_toon_vm_held_bytes_max")
 
 
 def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:

@@ -107,7 +107,7 @@ def test_load_100k_requests_64_connections(load_setup):
     assert res.errors == {"connect": 0, "read": 0, "write": 0, "status": 0, "timeout": 0}, res.output
     # The three cases in turn on each connection: each got about a third.
     assert all(n >= res.responses // 4 for n in res.per_case.values()), res.per_case
-    gauges = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+    gauges = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes", "mcp_toon_vm_held_bytes", "mcp_toon_vm_held_bytes_max")
     moved = {k: after[k] - before.get(k, 0) for k in after if k.startswith("mcp_toon_") and k not in gauges and after[k] != before.get(k, 0)}
     # Each tabular and SSE response encoded once; the prose passes as not_json.
     # (wrk abandons requests still in flight when it stops; they may or may

@@ -15,7 +15,7 @@ from harness import call_tool, jsonrpc, post
 
 
 # Gauges (memory), not counters: they move with any traffic.
-GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes")
+GAUGES = ("mcp_toon_held_bytes_max", "mcp_toon_vm_memory_bytes", "mcp_toon_vm_held_bytes", "mcp_toon_vm_held_bytes_max")
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -37,7 +37,7 @@ def test_counters_move_in_prometheus(demo, envoy):
     encoded = call_tool(url, "list_users")
     call_tool(url, "describe_project")  # prose: not_json
     call_tool(url, "failing_lookup")  # is_error
-    call_tool(url, "export_logs", {"megabytes": 3})  # response_too_large
+    call_tool(url, "export_logs", {"megabytes": 17}, timeout=120)  # response_too_large: past max_response_bytes, 16 MiB
     call_tool(url, "list_users", headers={"x-demo-force-gzip": "1"})  # content_encoding
     post(url, jsonrpc("tools/list"))  # not_tools_call
     httpx.get(envoy.url("held", "/nothing-here"), timeout=10)  # request_not_jsonrpc

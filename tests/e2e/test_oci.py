@@ -378,13 +378,16 @@ def test_envoy_runs_the_pulled_modules_and_one_fetched_from_the_registry(
 # --- the gateway examples -------------------------------------------------------------
 
 
-def test_istio_wasmplugin_pulls_this_version_first_in_the_chain():
+def test_istio_wasmplugin_pulls_this_version_after_authn_and_authz():
     doc = yaml.safe_load(ISTIO.read_text())
     assert (doc["apiVersion"], doc["kind"]) == ("extensions.istio.io/v1alpha1", "WasmPlugin")
     spec = doc["spec"]
     assert re.fullmatch(rf"oci://[^/]+/mcp-toon:{re.escape(crate_version())}", spec["url"]), spec["url"]
-    # Valid values from istio/api extensions/v1alpha1/wasm.proto.
-    assert spec["phase"] == "AUTHN"
+    # Valid values from istio/api extensions/v1alpha1/wasm.proto. STATS
+    # comes after Istio's authentication and authorization filters, which
+    # must run on the page calls the plugin answers (README "Where it goes
+    # in the filter chain").
+    assert spec["phase"] == "STATS"
     assert spec["type"] == "HTTP"
     assert spec["failStrategy"] in {"FAIL_CLOSE", "FAIL_OPEN", "FAIL_RELOAD"}
     assert spec["imagePullPolicy"] in {"IfNotPresent", "Always"}
@@ -406,7 +409,11 @@ def quantity(q: str | int) -> int:
 def test_envoy_gateway_policies_pull_this_version_and_raise_the_buffer_limits():
     docs = {p.name: yaml.safe_load(p.read_text()) for p in sorted(EG_DIR.glob("*.yaml"))}
     kinds = {d["kind"]: d for d in docs.values()}
-    assert set(kinds) == {"EnvoyExtensionPolicy", "ClientTrafficPolicy", "BackendTrafficPolicy"}
+    assert set(kinds) == {"EnvoyExtensionPolicy", "ClientTrafficPolicy", "BackendTrafficPolicy", "EnvoyProxy"}
+    # The wasm filter after authorization (RBAC) and rate limits, which
+    # Envoy Gateway lists after it by default.
+    order = kinds["EnvoyProxy"]["spec"]["filterOrder"]
+    assert {"name": "envoy.filters.http.wasm", "after": "envoy.filters.http.ratelimit"} in order
     assert {d["apiVersion"] for d in docs.values()} == {"gateway.envoyproxy.io/v1alpha1"}
 
     (wasm,) = kinds["EnvoyExtensionPolicy"]["spec"]["wasm"]

@@ -32,10 +32,12 @@ LOSSY_TRANSFORMS = ("html_to_markdown", "strip_base64", "collapse_whitespace", "
 
 
 @pytest.fixture(scope="module")
-def servers(work_dir: Path):
+def servers(work_dir: Path, request: pytest.FixtureRequest):
     absent = peers.missing()
     assert not absent, f"missing {', '.join(map(str, absent))}: run scripts/bootstrap.sh"
-    s = workspace.start_servers(work_dir / "real")
+    # Module-scoped and imported by other modules (test_traefik_peers): each
+    # module that uses it gets a workspace of its own in the session's dir.
+    s = workspace.start_servers(work_dir / f"real-{request.module.__name__}")
     try:
         yield s
     finally:

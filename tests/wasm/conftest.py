@@ -20,7 +20,8 @@ from oracle import Units, problems  # noqa: E402
 from traffic import EXCHANGES, TIMEOUT_REPLY, Exchange, script  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-WASM = Path(os.environ.get("MCP_TOON_WASM", ROOT / "target/wasm32-wasip1/release/mcp_toon.wasm"))
+# run.sh sets MCP_TOON_WASM from cargo metadata (CARGO_TARGET_DIR respected).
+WASM = Path(os.environ.get("MCP_TOON_WASM") or ROOT / "target/wasm32-wasip1/release/mcp_toon.wasm")
 
 
 @pytest.fixture(scope="session")

@@ -108,10 +108,14 @@ def test_a_refused_post_records_nothing_and_the_result_falls_back_to_its_shape(p
     assert result_text(bytes(got.client.body)).startswith("[mcp-toon/v1]")
 
 
-def slot_of(key: bytes, session: str, call_id: str) -> bytes:
-    """src/exchange/session.rs `slot`: HMAC-SHA256 of session, NUL, id."""
-    digest = hmac.new(key, session.encode() + b"\0" + call_id.encode(), hashlib.sha256).digest()
-    return b"mcp_toon.legacy.%d" % (int.from_bytes(digest[:4], "little") % 4096)
+def slot_of(key: bytes, session: str, call_id: str, lanes: int = 64) -> bytes:
+    """src/exchange/session.rs `slot`: the call's lane in its session (an
+    integer id counts through `legacy_session_slots`, 64 by default), then
+    HMAC-SHA256 under the slot key of session, NUL, lane (8 bytes, little
+    endian), NUL; its first 8 bytes, little endian, modulo 4,096."""
+    lane = int(call_id) % lanes
+    digest = hmac.new(key, session.encode() + b"\0" + lane.to_bytes(8, "little") + b"\0", hashlib.sha256).digest()
+    return b"mcp_toon.legacy.%d" % (int.from_bytes(digest[:8], "little") % 4096)
 
 
 def test_another_sessions_call_cannot_take_a_live_records_slot(plugin):

@@ -1,6 +1,7 @@
 //! The `project` section: operator field rules (`keep`, `drop`) and agent
 //! queries (`queries`), overridable per server and per tool; the query
-//! argument's name and length limit are one per plugin.
+//! argument's name, its length limit and the budget a query runs within are
+//! one per plugin.
 //!
 //! Off by default: no rule, and the query argument is neither advertised
 //! nor taken out of requests, so no byte changes.
@@ -31,6 +32,10 @@ pub struct ProjectSection {
     pub queries: Option<bool>,
     pub query_argument: Option<String>,
     pub max_query_bytes: Option<u64>,
+    pub query_work_per_byte: Option<u64>,
+    pub query_work_floor: Option<u64>,
+    pub query_memory_per_byte: Option<u64>,
+    pub query_memory_floor: Option<u64>,
 }
 
 /// The resolved global fields.
@@ -38,6 +43,7 @@ pub struct ProjectSection {
 pub struct ProjectSettings {
     pub query_argument: String,
     pub max_query_bytes: usize,
+    pub query_budget: QueryBudget,
 }
 
 impl Default for ProjectSettings {
@@ -45,9 +51,72 @@ impl Default for ProjectSettings {
         Self {
             query_argument: "jmespath".into(),
             max_query_bytes: 1024,
+            query_budget: QueryBudget::default(),
         }
     }
 }
+
+/// What one agent query may spend on one block, enforced while it runs
+/// (`stage::project::query`): units of work (nodes evaluated, elements
+/// touched, comparisons, bytes scanned in 16s) and bytes of the values it
+/// makes, each `per_byte` times the block's size plus `floor`. A query
+/// past either stops there (`query_budget`) and the block goes on as the
+/// other stages left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryBudget {
+    pub work_per_byte: u64,
+    pub work_floor: u64,
+    pub memory_per_byte: u64,
+    pub memory_floor: u64,
+}
+
+impl Default for QueryBudget {
+    fn default() -> Self {
+        Self {
+            work_per_byte: DEFAULT_WORK_PER_BYTE,
+            work_floor: DEFAULT_WORK_FLOOR,
+            memory_per_byte: DEFAULT_MEMORY_PER_BYTE,
+            memory_floor: DEFAULT_MEMORY_FLOOR,
+        }
+    }
+}
+
+impl QueryBudget {
+    /// Units of work a query may spend on a block of `block` bytes.
+    pub fn work(&self, block: usize) -> u64 {
+        scaled(self.work_per_byte, block, self.work_floor)
+    }
+
+    /// Bytes of values a query may make on a block of `block` bytes.
+    pub fn memory(&self, block: usize) -> u64 {
+        scaled(self.memory_per_byte, block, self.memory_floor)
+    }
+}
+
+fn scaled(per_byte: u64, block: usize, floor: u64) -> u64 {
+    per_byte
+        .saturating_mul(u64::try_from(block).unwrap_or(u64::MAX))
+        .saturating_add(floor)
+}
+
+// The defaults, from measurement (README "Bounds"): the queries of the
+// README, the e2e suite and the bench corpus spend at most 1.65 units of
+// work and 2.0 bytes of memory per byte of their block (the bench's
+// costliest, every row's text sorted), most under 0.1 and 0.9; a unit
+// takes 50 to 100 ns natively. So twice the most any of them spends, plus
+// a floor for small blocks (about 0.1 s of work, 1 MiB).
+const DEFAULT_WORK_PER_BYTE: u64 = 4;
+const DEFAULT_WORK_FLOOR: u64 = 1 << 20;
+const DEFAULT_MEMORY_PER_BYTE: u64 = 4;
+const DEFAULT_MEMORY_FLOOR: u64 = 1 << 20;
+
+/// The allowed ranges: at the top of each, a query on a 1 MiB block may
+/// take some seconds and 48 MiB, which is as far as an operator should go
+/// on a VM every stream of the worker shares.
+const WORK_PER_BYTE: (u64, u64) = (1, 64);
+const WORK_FLOOR: (u64, u64) = (0, 1 << 24);
+const MEMORY_PER_BYTE: (u64, u64) = (1, 32);
+const MEMORY_FLOOR: (u64, u64) = (0, 16 << 20);
 
 /// Compiled rules of one policy; empty lists mean "no rule".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,6 +160,51 @@ impl ProjectSection {
                     ))
                 }
             },
+            query_budget: QueryBudget::default(),
+        };
+        let range = |field: &str, v: Option<u64>, d: u64, (lo, hi): (u64, u64), unit: &str| match v
+        {
+            None => Ok(d),
+            Some(v) if (lo..=hi).contains(&v) => Ok(v),
+            Some(v) => Err(ConfigError::out_of_range(
+                &format!("project.{field}"),
+                v,
+                &format!("{lo}..={hi} ({unit})"),
+            )),
+        };
+        let b = QueryBudget::default();
+        let s = ProjectSettings {
+            query_budget: QueryBudget {
+                work_per_byte: range(
+                    "query_work_per_byte",
+                    self.query_work_per_byte,
+                    b.work_per_byte,
+                    WORK_PER_BYTE,
+                    "units of work per byte of the block",
+                )?,
+                work_floor: range(
+                    "query_work_floor",
+                    self.query_work_floor,
+                    b.work_floor,
+                    WORK_FLOOR,
+                    "units of work",
+                )?,
+                memory_per_byte: range(
+                    "query_memory_per_byte",
+                    self.query_memory_per_byte,
+                    b.memory_per_byte,
+                    MEMORY_PER_BYTE,
+                    "bytes per byte of the block",
+                )?,
+                memory_floor: range(
+                    "query_memory_floor",
+                    self.query_memory_floor,
+                    b.memory_floor,
+                    MEMORY_FLOOR,
+                    "bytes",
+                )?,
+            },
+            ..s
         };
         let a = &s.query_argument;
         let ident = !a.is_empty()

@@ -1,8 +1,9 @@
 //! The page tool on the scripted host: a page call answered by a local
 //! reply (from the store, or after the tool is called again upstream)
-//! never reaches the server; every host call refused in turn leaves either
-//! that reply or the page call reaching the server as it came — never a
-//! stall, never both.
+//! never reaches the server; every host call refused in turn leaves that
+//! reply, or the stream closed — never a stall, never the page call
+//! upstream (unless the host would not hand over the body at all: then
+//! nothing tells it is a page call, and it passes as any body does).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,8 +21,8 @@ use crate::sim::{Script, Transcript};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 /// 2026-07-13, in ms: handles carry an expiry.
-const NOW_MS: u64 = 1_783_900_000_000;
-const STREAM: &[(&str, &str)] = &[
+pub(super) const NOW_MS: u64 = 1_783_900_000_000;
+pub(super) const STREAM: &[(&str, &str)] = &[
     ("xds.cluster_name", "mcp_upstream"),
     ("xds.route_name", "mcp"),
 ];
@@ -39,19 +40,19 @@ fn rows() -> Vec<Value> {
         .collect()
 }
 
-fn result(id: u32) -> Vec<u8> {
+pub(super) fn result(id: u32) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": Value::Array(rows()).to_string()}]}})
         .to_string()
         .into_bytes()
 }
 
-fn call(id: u32, tool: &str, args: Value) -> Vec<u8> {
+pub(super) fn call(id: u32, tool: &str, args: Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
         .to_string()
         .into_bytes()
 }
 
-fn store() -> SharedMemory {
+pub(super) fn store() -> SharedMemory {
     let mut shared = SharedMemory::with(Entropy::Seeded(7));
     shared.now_ms = NOW_MS;
     shared
@@ -72,7 +73,7 @@ fn texts(body: &[u8]) -> Vec<String> {
         .collect()
 }
 
-fn handle(notice: &str) -> Option<String> {
+pub(super) fn handle(notice: &str) -> Option<String> {
     let start = notice.find("{\"handle\":\"")? + 11;
     Some(notice[start..start + notice[start..].find('"')?].to_string())
 }
@@ -85,12 +86,21 @@ fn decode(text: &str) -> Vec<Value> {
 /// `tools/call rows` through the plugin with `shared` as the host's
 /// shared data: its result cut, its pages kept there.
 fn cut(s: &Arc<Settings>, shared: SharedMemory) -> (Transcript, Vec<String>) {
+    cut_as(s, shared, HEADERS)
+}
+
+/// [`cut`] with these request headers (who calls, in which session).
+pub(super) fn cut_as(
+    s: &Arc<Settings>,
+    shared: SharedMemory,
+    headers: &'static [(&'static str, &'static str)],
+) -> (Transcript, Vec<String>) {
     let request = call(3, "rows", json!({"n": 300}));
     let response = result(3);
     let t = Script {
         request_chunks: &[25],
         response_chunks: &[700],
-        request_headers: HEADERS,
+        request_headers: headers,
         properties: STREAM,
         shared,
         ..Script::new(&request, "application/json", &response)
@@ -106,9 +116,18 @@ fn cut(s: &Arc<Settings>, shared: SharedMemory) -> (Transcript, Vec<String>) {
 }
 
 fn page_script<'a>(page_call: &'a [u8], shared: SharedMemory) -> Script<'a> {
+    page_script_as(page_call, shared, HEADERS)
+}
+
+/// [`page_script`] with these request headers.
+pub(super) fn page_script_as<'a>(
+    page_call: &'a [u8],
+    shared: SharedMemory,
+    headers: &'a [(&'a str, &'a str)],
+) -> Script<'a> {
     Script {
         request_chunks: &[20],
-        request_headers: HEADERS,
+        request_headers: headers,
         properties: STREAM,
         shared,
         ..Script::new(page_call, "application/json", b"")
@@ -116,7 +135,7 @@ fn page_script<'a>(page_call: &'a [u8], shared: SharedMemory) -> Script<'a> {
 }
 
 /// The local reply's JSON-RPC message.
-fn replied(t: &Transcript) -> Value {
+pub(super) fn replied(t: &Transcript) -> Value {
     let reply = t.local_reply.as_ref().expect("a local reply");
     assert_eq!(reply.status, 200);
     serde_json::from_slice(&reply.body).unwrap()
@@ -193,9 +212,13 @@ fn a_page_not_held_here_is_rebuilt_by_calling_the_tool_again() {
 }
 
 /// Every host call of a page call refused in turn: the agent gets the
-/// page, or the page call reaches the server exactly as it came (a refused
-/// local reply or body write counted; a refused read reads as absent, as
-/// for every stream); never a stall.
+/// page, or the stream is closed (a refused local reply or body write,
+/// counted) — never a stall, never the page call upstream once it is
+/// known as one. Before its body is complete nothing tells it is a page
+/// call: a body the host will not hand over (a refused read), or will not
+/// let the plugin hold (a refused write of an early chunk), passes as it
+/// came, as any body does (fail open; the handle is worth nothing to
+/// anyone but its owner).
 #[test]
 fn each_host_call_refused_in_turn_during_a_page_call() {
     for extra in ["", r#","reissue":"always""#] {
@@ -232,16 +255,24 @@ fn each_host_call_refused_in_turn_during_a_page_call() {
                     continue;
                 }
                 assert!(!t.stalled, "{what}");
-                match &t.local_reply {
-                    Some(_) => assert!(t.request_sent.is_empty(), "{what}: both"),
-                    None => {
-                        assert_eq!(t.request_sent, page_call, "{what}");
-                        // A refused read reads as absent (not a page call);
-                        // a refused write or reply is counted.
-                        if matches!(call, Call::ReplaceBody | Call::SendLocalResponse) {
-                            assert!(reasons(&t).contains(&Reason::HostRefused), "{what}");
-                        }
+                match (&t.local_reply, t.host.closed) {
+                    (Some(_), None) => assert!(t.request_sent.is_empty(), "{what}: both"),
+                    (None, Some(Direction::Request)) => {
+                        assert!(t.request_sent.is_empty(), "{what}: closed, yet sent");
+                        assert!(reasons(&t).contains(&Reason::HostRefused), "{what}");
+                        assert!(
+                            matches!(call, Call::ReplaceBody | Call::SendLocalResponse),
+                            "{what}"
+                        );
                     }
+                    (None, None) => {
+                        assert!(
+                            matches!(call, Call::Body | Call::ReplaceBody),
+                            "{what}: only a body not held passes"
+                        );
+                        assert_eq!(t.request_sent, page_call, "{what}");
+                    }
+                    other => panic!("{what}: {other:?}"),
                 }
             }
         }

@@ -21,7 +21,7 @@ const KEY: &str = "0123456789abcdef0123456789abcdef";
 fn settings(paging: &str) -> Arc<Settings> {
     Arc::new(
         Settings::from_json(&format!(
-            r#"{{"hold_headers":true,"max_body_bytes":2048,"tools":{{"rows":{{"budget":{{"tokens":500}},"paging":{{"enabled":true}}}}}},"paging":{{{paging}}}}}"#
+            r#"{{"hold_headers":true,"max_body_bytes":2048,"max_response_bytes":2048,"tools":{{"rows":{{"budget":{{"tokens":500}},"paging":{{"enabled":true}}}}}},"paging":{{{paging}}}}}"#
         ))
         .unwrap(),
     )
@@ -75,6 +75,9 @@ fn request(
         headers: &headers,
         mcp_method: None,
         mcp_name: None,
+        owner_metadata: None,
+        reissue_mark: None,
+        now_ms: 0,
     });
     assert!(plan.pause_headers, "paging holds request headers");
     let (a, b) = body.split_at(body.len() / 2);
@@ -336,6 +339,9 @@ fn without_paging_nothing_waits_and_nothing_is_answered_locally() {
         headers: &[],
         mcp_method: None,
         mcp_name: None,
+        owner_metadata: None,
+        reissue_mark: None,
+        now_ms: 0,
     });
     assert!(!plan.pause_headers);
     let step = e.request_chunk(

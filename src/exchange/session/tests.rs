@@ -29,6 +29,18 @@ fn session_from_either_sdk_spelling() {
 }
 
 const TTL: u64 = 600_000;
+/// Slots a session takes at most, at the default `legacy_session_slots`.
+const LANES: usize = 64;
+
+/// The decision of a call whose record was not written (or wrote over its
+/// session's own): it names the call.
+fn refused(reason: Reason, id: &str, tool: &str) -> Vec<Decision> {
+    vec![Decision {
+        id: Some(id.to_string()),
+        tool: Some(tool.to_string()),
+        ..Decision::response(reason)
+    }]
+}
 
 fn exchange(config: &str) -> Exchange {
     Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
@@ -60,6 +72,9 @@ fn post_with(
         headers: &[],
         mcp_method: None,
         mcp_name: None,
+        owner_metadata: None,
+        reissue_mark: None,
+        now_ms: 0,
     });
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#
@@ -113,8 +128,8 @@ fn a_record_is_written_only_once_the_server_accepted_the_post() {
 #[test]
 fn records_stay_within_a_fixed_number_of_keys() {
     let mut store = Store::default();
-    for session in 0..4 {
-        for id in 0..3000 {
+    for session in 0..200 {
+        for id in 0..64 {
             post(
                 &mut store,
                 &format!("s{session}"),
@@ -136,10 +151,10 @@ fn records_stay_within_a_fixed_number_of_keys() {
 fn colliding(store: &mut Store) -> ((String, String), (String, String)) {
     let key = hash_key(store, true).unwrap();
     let first = ("s0".to_string(), "1".to_string());
-    let target = slot(&key, &first.0, &first.1);
+    let target = slot(&key, &first.0, &first.1, LANES);
     let other = (1..)
         .map(|n| (format!("s{n}"), "1".to_string()))
-        .find(|(s, id)| slot(&key, s, id) == target)
+        .find(|(s, id)| slot(&key, s, id, LANES) == target)
         .unwrap();
     (first, other)
 }
@@ -152,7 +167,7 @@ fn another_session_cannot_overwrite_a_live_record() {
     let attacker = post(&mut store, &s2, &id2, "attacker_tool", 202);
     assert_eq!(
         attacker.report().decisions,
-        vec![Decision::response(Reason::LegacySlotBusy)]
+        refused(Reason::LegacySlotBusy, &id2, "attacker_tool")
     );
     assert_eq!(
         tool_of(&mut store, &s1, &id1).as_deref(),
@@ -189,7 +204,7 @@ fn a_second_post_of_the_same_call_cannot_replace_the_first() {
     let again = post(&mut store, "s1", "9", "planted", 202);
     assert_eq!(
         again.report().decisions,
-        vec![Decision::response(Reason::LegacySlotBusy)]
+        refused(Reason::LegacySlotBusy, "9", "planted")
     );
     assert_eq!(tool_of(&mut store, "s1", "9").as_deref(), Some("first"));
 }
@@ -198,16 +213,99 @@ fn a_second_post_of_the_same_call_cannot_replace_the_first() {
 fn a_session_may_replace_its_own_other_call_on_a_shared_slot() {
     let mut store = Store::default();
     let key = hash_key(&mut store, true).unwrap();
-    let target = slot(&key, "s1", "1");
+    let target = slot(&key, "s1", "1", LANES);
     let id2 = (2..)
         .map(|n: u32| n.to_string())
-        .find(|id| slot(&key, "s1", id) == target)
+        .find(|id| slot(&key, "s1", id, LANES) == target)
         .unwrap();
+    assert_eq!(
+        id2,
+        (1 + LANES).to_string(),
+        "integer ids take lanes in turn"
+    );
     post(&mut store, "s1", "1", "earlier", 202);
     let later = post(&mut store, "s1", &id2, "later", 202);
-    assert!(later.report().is_empty());
+    assert_eq!(
+        later.report().decisions,
+        refused(Reason::LegacySessionFull, &id2, "later")
+    );
     assert_eq!(tool_of(&mut store, "s1", &id2).as_deref(), Some("later"));
     assert_eq!(tool_of(&mut store, "s1", "1"), None, "falls back to shape");
+}
+
+/// `legacy_session_slots` calls of one session in flight keep their
+/// records; one more takes the slot of the oldest on its lane (counted),
+/// and never a slot of another session.
+#[test]
+fn a_session_holds_at_most_its_quota_of_slots() {
+    for quota in [1usize, 4, 64] {
+        let config = format!(r#"{{"legacy_session_slots":{quota}}}"#);
+        let mut store = Store::default();
+        // Another session's calls in flight, within its own quota.
+        let theirs = quota.min(8);
+        for id in 0..theirs {
+            post_with(
+                &mut store,
+                &config,
+                "victim",
+                &id.to_string(),
+                "theirs",
+                202,
+            );
+        }
+        let victims = records(&store);
+        // Exactly the quota: every call keeps its record, unless its slot
+        // is the other session's (refused) or, the lanes' slots being
+        // hashed, one of its own session's (taken over): both counted.
+        for id in 0..quota {
+            let e = post_with(&mut store, &config, "flood", &id.to_string(), "t", 202);
+            let d = &e.report().decisions;
+            assert!(
+                d.is_empty()
+                    || *d == refused(Reason::LegacySlotBusy, &id.to_string(), "t")
+                    || *d == refused(Reason::LegacySessionFull, &id.to_string(), "t"),
+                "{quota}: call {id}: {d:?}"
+            );
+        }
+        let kept = records(&store) - victims;
+        assert!(kept <= quota && kept * 10 >= quota * 6, "{quota}: {kept}");
+        // One past it, and a flood of many more: each takes one of the
+        // session's own slots back, counted; the other session loses none.
+        for id in quota..quota + 2000 {
+            let e = post_with(&mut store, &config, "flood", &id.to_string(), "t", 202);
+            let reasons: Vec<Reason> = e
+                .report()
+                .decisions
+                .iter()
+                .filter_map(|d| match d.outcome {
+                    crate::outcome::Outcome::Passthrough(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            assert!(
+                reasons == [Reason::LegacySessionFull] || reasons == [Reason::LegacySlotBusy],
+                "{quota}: call {id}: {reasons:?}"
+            );
+        }
+        assert!(records(&store) <= victims + quota, "{quota}");
+        for id in 0..theirs {
+            let tool = tool_of(&mut store, "victim", &id.to_string());
+            assert_eq!(tool.as_deref(), Some("theirs"), "{quota}: victim call {id}");
+        }
+    }
+}
+
+#[test]
+fn string_ids_take_lanes_by_their_keyed_hash() {
+    let mut store = Store::default();
+    let key = hash_key(&mut store, true).unwrap();
+    let lanes: HashSet<u64> = (0..1000)
+        .map(|i| lane(&key, &format!("\"req-{i}\""), LANES).unwrap())
+        .collect();
+    assert_eq!(lanes.len(), LANES, "every lane taken");
+    assert!(lanes.iter().all(|&l| l < LANES as u64));
+    assert_eq!(lane(&key, "7", LANES), Some(7));
+    assert_eq!(lane(&key, "71", LANES), Some(7));
 }
 
 #[test]
@@ -227,7 +325,7 @@ fn slots_depend_on_a_key_from_the_hosts_randomness() {
         "made once, then shared"
     );
     let differ = (0..100)
-        .filter(|i| slot(&ka, "s", &i.to_string()) != slot(&kb, "s", &i.to_string()))
+        .filter(|i| slot(&ka, "s", &i.to_string(), LANES) != slot(&kb, "s", &i.to_string(), LANES))
         .count();
     assert!(differ > 90, "{differ}");
     // Without randomness no key, no records: results go by their shape.
@@ -273,7 +371,7 @@ fn a_write_that_lost_a_race_reads_the_slot_again() {
     // A slot written before (a slot never written has no version to
     // compare: two first writers both write, the later one stands).
     let key = hash_key(&mut store, true).unwrap();
-    let target = slot(&key, "s1", "1").unwrap();
+    let target = slot(&key, "s1", "1", LANES).unwrap();
     store.inner.set(&target, b"", 0).unwrap();
     store.raced = false;
     let mut e = exchange("{}");
@@ -288,7 +386,7 @@ fn a_write_that_lost_a_race_reads_the_slot_again() {
     // other session's live record: left alone, counted.
     assert_eq!(
         e.report().decisions,
-        vec![Decision::response(Reason::LegacySlotBusy)]
+        refused(Reason::LegacySlotBusy, "1", "mine")
     );
     let values: HashSet<Vec<u8>> = store
         .inner

@@ -21,6 +21,9 @@ fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> Req
         headers: &[],
         mcp_method: None,
         mcp_name: None,
+        owner_metadata: None,
+        reissue_mark: None,
+        now_ms: 0,
     }
 }
 
@@ -71,6 +74,7 @@ fn into_tool_call(e: &mut Exchange) {
             read_body: true,
             remove_content_length: false,
             pause_headers: false,
+            remove_reissue_mark: false,
         }
     );
     let (a, b) = CALL.split_at(10);
@@ -242,7 +246,7 @@ fn held_headers_get_an_exact_length() {
     let mut e = exchange(r#"{"hold_headers":true}"#);
     into_tool_call(&mut e);
     let head = ResponseHead {
-        content_length: Some(2 << 20),
+        content_length: Some((16 << 20) + 1),
         ..json_head(200)
     };
     assert_eq!(
@@ -387,7 +391,7 @@ fn response_heads_that_pass() {
 
 #[test]
 fn oversize_response_releases_what_it_took_and_passes() {
-    let mut e = exchange(r#"{"max_body_bytes":2048}"#);
+    let mut e = exchange(r#"{"max_response_bytes":2048}"#);
     into_tool_call(&mut e);
     e.response_headers(json_head(200), &mut NoSessions);
     // A JSON string that never ends within the limit.

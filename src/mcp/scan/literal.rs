@@ -3,7 +3,8 @@
 //! `serde_json::from_str::<String>` gives, or no value where it refuses: a
 //! lone surrogate escape), and, on the way, whether the decoded text read
 //! as JSON has whitespace between its tokens (what
-//! [`crate::stage::clean::compact::has_layout`] answers).
+//! [`crate::stage::clean::compact::has_layout`] answers) and an escape in
+//! a string (where compaction may write a `\uXXXX` as its character).
 //!
 //! A tool result's text is one long literal, escaped throughout (`\"`
 //! every few bytes when it holds JSON): checking it, decoding it and
@@ -26,6 +27,11 @@ pub struct Decoded {
     /// when it is one JSON value; on other text the answer is whatever
     /// the walk found, which compaction does not use.
     pub layout: bool,
+    /// The value, read as JSON, has an escape in a string (a backslash:
+    /// in one JSON value there is none elsewhere). Read off the escapes of
+    /// the literal at no cost, so that compaction does not look for
+    /// escapes where there are none.
+    pub escapes: bool,
 }
 
 /// Where the decoded text is, read as JSON, at the current byte.
@@ -37,6 +43,8 @@ struct Layout {
     /// escaped.
     escaped: bool,
     found: bool,
+    /// A backslash inside a string of the decoded text.
+    escapes: bool,
 }
 
 impl Layout {
@@ -61,6 +69,7 @@ impl Layout {
                 self.escaped = false;
             } else if ch == '\\' {
                 self.escaped = true;
+                self.escapes = true;
             } else if ch == '"' {
                 self.in_string = false;
             }
@@ -240,6 +249,7 @@ pub(super) fn read(b: &[u8]) -> Option<(usize, Decoded)> {
         Decoded {
             value,
             layout: layout.found,
+            escapes: layout.escapes,
         },
     ))
 }
@@ -400,6 +410,7 @@ mod tests {
         if let Some(v) = &serde {
             if serde_json::from_str::<serde::de::IgnoredAny>(v).is_ok() {
                 assert_eq!(d.layout, has_layout(v), "{v:?}");
+                assert_eq!(d.escapes, v.contains('\\'), "{v:?}");
             }
         }
     }

@@ -2,7 +2,9 @@
 //! tool name (`params.name`), its `params.arguments` as sent (a page
 //! handle carries them to call the tool again), declared intent and query
 //! (`params.arguments.<arg>` or `params._meta.<arg>`, see
-//! [`crate::intent`]; the two arguments are read alike).
+//! [`crate::intent`]; the two arguments are read alike, but for a query
+//! that is no string, kept as [`crate::mcp::QUERY_NOT_A_STRING`] so that the project
+//! stage answers it).
 //!
 //! The readers it stands in for read `params` twice over, as two structs:
 //! the tool name's (a `name` that is no string, or written twice, names no
@@ -22,7 +24,7 @@ use std::collections::HashSet;
 
 use super::{Field, Scanner};
 use crate::config::Limits;
-use crate::mcp::{id_key, Call, Declared, RequestInfo, TOOLS_CALL};
+use crate::mcp::{id_key, query_not_a_string, Call, Declared, RequestInfo, TOOLS_CALL};
 use crate::outcome::Reason;
 
 /// The calls of a request body (notifications, with no id, and messages
@@ -215,7 +217,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// The non-empty, trimmed strings the declared arguments hold in an
-    /// `arguments` or `_meta` value (skipped whole); none when the object
+    /// `arguments` or `_meta` value (skipped whole), and a query argument
+    /// that is no string as [`crate::mcp::QUERY_NOT_A_STRING`]; none when the object
     /// names a key twice.
     fn declared_in(&mut self, arg: Declared<'_>) -> Option<Found> {
         let wanted = arg.intent.is_some() || arg.query.is_some();
@@ -233,7 +236,8 @@ impl<'a> Scanner<'a> {
             };
             let is = |name: Option<&str>| name == Some(key.as_ref());
             let (intent, query) = (is(arg.intent), is(arg.query));
-            if (intent || query) && s.peek()? == b'"' {
+            let first = s.peek()?;
+            if (intent || query) && first == b'"' {
                 let text = s.string()?.map(|t| t.trim().to_string());
                 let text = text.filter(|t| !t.is_empty());
                 if intent {
@@ -244,6 +248,11 @@ impl<'a> Scanner<'a> {
                 }
             } else {
                 s.value()?;
+                // A query that is no string still reaches the project
+                // stage, which says so in its note.
+                if query {
+                    found.query = Some(query_not_a_string(first));
+                }
             }
             unique &= keys.insert(key);
             Some(())

@@ -49,8 +49,13 @@ pub struct Item<'a> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Text {
     /// Decoded, with whether the value, read as JSON, has whitespace
-    /// between its tokens (see [`super::literal`]).
-    Decoded { value: String, layout: bool },
+    /// between its tokens and an escape in a string (see
+    /// [`super::literal`]).
+    Decoded {
+        value: String,
+        layout: bool,
+        escapes: bool,
+    },
     /// Not decoded ([`Texts::SkimNotJson`]): the value is certainly no
     /// JSON text; its length in bytes.
     NotJson { len: usize },
@@ -261,8 +266,13 @@ impl<'a> Scanner<'a> {
         let b = self.b.get(self.i..)?;
         match self.texts {
             Texts::Decode => {}
-            Texts::SkimNotJson => {
-                if let Some((len, text)) = super::skim::not_json(b) {
+            Texts::SkimNotJson | Texts::SkimNotLiteral => {
+                let skimmed = if self.texts == Texts::SkimNotJson {
+                    super::skim::not_json(b)
+                } else {
+                    super::skim::not_literal(b)
+                };
+                if let Some((len, text)) = skimmed {
                     return Some((len, text.map(|len| Text::NotJson { len })));
                 }
             }
@@ -273,6 +283,7 @@ impl<'a> Scanner<'a> {
         let text = d.value.map(|value| Text::Decoded {
             value,
             layout: d.layout,
+            escapes: d.escapes,
         });
         Some((len, text))
     }

@@ -16,6 +16,12 @@
 //! as [`super::literal::read`], eight plain bytes at a time). Any text that
 //! may still be JSON (an object, array or string, a scalar up to its end)
 //! or is no valid literal is left to the full read.
+//!
+//! Where Python literals are read too (`clean.python_literal`:
+//! [`not_literal`]), a text is also left to the full read when it opens as
+//! a tuple's `repr` does: `(` first, then what may start an item or `)`.
+//! Lists and dicts open as JSON arrays and objects do, and are read
+//! anyway; a Lisp source file (`(defun`) is still skimmed.
 
 use super::literal::{hex4, measure, SHORT};
 
@@ -43,6 +49,8 @@ enum Prefix {
     ExpInt,
     /// After the value: only whitespace may follow.
     Trail,
+    /// After a `(` that opens the text, where tuples are read.
+    Paren,
 }
 
 /// What one more character does to the prefix.
@@ -66,6 +74,22 @@ impl Prefix {
         match self {
             Lead | Trail if is_ws(c) => go(self),
             Trail => Step::NotJson,
+            // What `repr` writes after a tuple's `(`: an item (a string,
+            // a number, a word, a container) or its `)`.
+            Paren => match c {
+                b'\''
+                | b'"'
+                | b'-'
+                | b'0'..=b'9'
+                | b'T'
+                | b'F'
+                | b'N'
+                | b'['
+                | b'('
+                | b'{'
+                | b')' => Step::Opens,
+                _ => Step::NotJson,
+            },
             Lead => match c {
                 b'{' | b'[' | b'"' => Step::Opens,
                 b't' => go(Word(b"rue")),
@@ -115,6 +139,16 @@ impl Prefix {
 /// certainly no JSON value; `None` when it may be one, or is no valid
 /// literal: the full read then decides, as it would have without the skim.
 pub(super) fn not_json(b: &[u8]) -> Option<Skimmed> {
+    skim(b, false)
+}
+
+/// [`not_json`], leaving to the full read a text that opens as a tuple's
+/// `repr` too.
+pub(super) fn not_literal(b: &[u8]) -> Option<Skimmed> {
+    skim(b, true)
+}
+
+fn skim(b: &[u8], tuples: bool) -> Option<Skimmed> {
     if b.first() != Some(&b'"') {
         return None;
     }
@@ -131,7 +165,13 @@ pub(super) fn not_json(b: &[u8]) -> Option<Skimmed> {
             b'\\' => escape(b.get(at + 1..)?)?,
             c => (c, 1),
         };
-        match prefix.step(c) {
+        // A `repr` opens the text, with no whitespace before it.
+        let step = if tuples && len == 0 && c == b'(' {
+            Step::Go(Prefix::Paren)
+        } else {
+            prefix.step(c)
+        };
+        match step {
             Step::Go(next) => prefix = next,
             Step::Opens => return None,
             Step::NotJson => break,

@@ -10,7 +10,7 @@ use serde::de::IgnoredAny;
 use super::{Text, Texts};
 use crate::config::Limits;
 use crate::mcp::request::by_serde::parse as by_serde_request;
-use crate::mcp::{parse_messages, text_items, tool_result, Declared};
+use crate::mcp::{parse_messages, text_items, tool_result, Declared, QUERY_NOT_A_STRING};
 use crate::outcome::Reason;
 
 mod generated;
@@ -68,7 +68,11 @@ fn by_scan(text: &str, texts: Texts) -> Option<View> {
                                     let decoded =
                                         i.text.and_then(|t| serde_json::from_str::<String>(t).ok());
                                     match i.take_text() {
-                                        Some(Text::Decoded { value, layout }) => {
+                                        Some(Text::Decoded {
+                                            value,
+                                            layout,
+                                            escapes,
+                                        }) => {
                                             assert_eq!(
                                                 Some(&value),
                                                 decoded.as_ref(),
@@ -83,13 +87,21 @@ fn by_scan(text: &str, texts: Texts) -> Option<View> {
                                                     ),
                                                     "{value:?}"
                                                 );
+                                                assert_eq!(escapes, value.contains('\\'));
                                             }
                                         }
                                         // Skimmed: serde_json's value, of
                                         // that length, and no JSON text.
                                         Some(Text::NotJson { len }) => {
-                                            assert_eq!(texts, Texts::SkimNotJson);
+                                            assert_ne!(texts, Texts::Decode);
                                             let value = decoded.unwrap_or_default();
+                                            if texts == Texts::SkimNotLiteral {
+                                                assert_eq!(
+                                                    crate::json::python::read(&value),
+                                                    None,
+                                                    "{value:?}"
+                                                );
+                                            }
                                             assert_eq!(len, value.len(), "{:?}", i.text);
                                             assert!(
                                                 serde_json::from_str::<IgnoredAny>(&value).is_err(),
@@ -123,6 +135,7 @@ pub(super) fn same(text: &str) {
     let serde = by_serde(text);
     assert_eq!(by_scan(text, Texts::Decode), serde, "{text:?}");
     assert_eq!(by_scan(text, Texts::SkimNotJson), serde, "{text:?}");
+    assert_eq!(by_scan(text, Texts::SkimNotLiteral), serde, "{text:?}");
     // Checked only: the same messages, results and items, no text read.
     let checked = super::response_reading(text, Texts::Check).map(|ms| {
         ms.into_iter()
@@ -283,6 +296,12 @@ const REQUESTS: &[&str] = &[
     r#"[{"id":1,"method":"tools/call"},{"id":1,"method":"tools/call","params":{"name":"b"}}]"#,
     r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":" [0].id ","expected_info":7},"_meta":{"q":"x","expected_info":"m"}}}"#,
     r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"a","q":"b"},"_meta":{"q":"m"}}}"#,
+    // A query that is no string: kept, as its type, for the note (issue 37).
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":42,"expected_info":"m"}}}"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":{"a":[1]}},"_meta":{"q":"x"}}}"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"x":1},"_meta":{"q":null}}}"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":[true],"q":false}}}"#,
+    r#"{"id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":""},"_meta":{"q":true}}}"#,
 ];
 
 /// Each call's `arguments` as written, for a page handle (issue 15): the
@@ -354,6 +373,22 @@ fn a_call_is_read() {
         .calls;
     assert_eq!(calls[0].query.as_deref(), Some("[0].id"));
     assert_eq!(calls[0].intent.as_deref(), Some("m"));
+    // A query that is no string is read as one that says so; the intent,
+    // as before, is not read then.
+    let query = |i: usize| {
+        let calls = super::request(REQUESTS[i], arg, &Limits::NONE)
+            .unwrap()
+            .calls;
+        (calls[0].query.clone(), calls[0].intent.clone())
+    };
+    let not = |kind: &str| Some(format!("{QUERY_NOT_A_STRING}{kind}"));
+    assert_eq!(query(31), (not("a number"), Some("m".into())));
+    assert_eq!(query(32), (not("an object"), None));
+    assert_eq!(query(33), (not("null"), None));
+    // Keys twice: nothing is declared there.
+    assert_eq!(query(34), (None, None));
+    // An empty string declares nothing: `_meta` is read next.
+    assert_eq!(query(35), (not("a boolean"), None));
     let listed = super::request(REQUESTS[1], Declared::default(), &Limits::NONE)
         .unwrap()
         .calls;

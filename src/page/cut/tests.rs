@@ -1,6 +1,8 @@
 use super::*;
 use crate::config::Settings;
 use crate::page::handle::Handle;
+use crate::page::keys;
+use crate::page::owner::Owner;
 use crate::page::store::Store;
 use crate::shared::SharedMemory;
 
@@ -24,13 +26,24 @@ fn host() -> SharedMemory {
     host
 }
 
-const CALL: CallInfo<'static> = CallInfo {
-    tool: Some("export"),
-    arguments: Some(r#"{"n":1}"#),
-    binding: [3; 8],
-    cluster: Some("c"),
-    trimmed: false,
-};
+static OWNER: std::sync::LazyLock<Owner> = std::sync::LazyLock::new(|| {
+    Owner::of(
+        &crate::config::OwnerSource::Credentials,
+        &[("authorization".into(), "Bearer alice".into())],
+        None,
+        &crate::config::StreamInfo::default(),
+    )
+});
+
+fn call() -> CallInfo<'static> {
+    CallInfo {
+        tool: Some("export"),
+        arguments: Some(r#"{"n":1}"#),
+        owner: &OWNER,
+        cluster: Some("c"),
+        trimmed: false,
+    }
+}
 
 fn handle_in(notice: &str) -> &str {
     let start = notice.find("{\"handle\":\"").unwrap() + 11;
@@ -47,7 +60,7 @@ fn pages_are_kept_and_each_notice_hands_on_the_next() {
     }];
     let mut host = host();
     let policy = s.policy(Default::default(), Some("export"));
-    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host).unwrap();
+    let cut = cut(&items, &[0], &policy, &s.paging, &call(), &mut host).unwrap();
     assert!(cut.paged);
     let mut all: Vec<serde_json::Value> = serde_json::from_str(&cut.plan.pages[0].text).unwrap();
     let mut notice = cut.notice.clone();
@@ -56,16 +69,17 @@ fn pages_are_kept_and_each_notice_hands_on_the_next() {
         if !notice.contains("\"handle\"") {
             break;
         }
-        let h = Handle::decode(handle_in(&notice), &s.paging.key).unwrap();
+        let (h, _) = Handle::decode(handle_in(&notice), &keys::derive(&s.paging.keys)).unwrap();
         n += 1;
         assert_eq!(h.page as usize, n);
+        let binding = OWNER.binding(&keys::local(&mut host).unwrap());
         let store = Store::new(&mut host, s.paging.store_pages, s.paging.store_bytes);
         let kept = store
             .read(
                 h.slot(s.paging.store_pages).unwrap(),
                 &h.id,
                 h.page,
-                &CALL.binding,
+                &binding,
                 1000,
             )
             .unwrap();
@@ -88,12 +102,19 @@ fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
         framing: Framing::Text,
     }];
     let policy = s.policy(Default::default(), Some("export"));
-    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
+    let cut = cut(&items, &[0], &policy, &s.paging, &call(), &mut host()).unwrap();
     assert!(cut.paged);
-    let h = Handle::decode(handle_in(&cut.notice), &s.paging.key).unwrap();
+    let derived = keys::derive(&s.paging.keys);
+    let (h, opened) = Handle::decode(handle_in(&cut.notice), &derived).unwrap();
+    assert_eq!(opened, 0);
     assert_eq!(h.first_slot, crate::page::handle::NOT_STORED);
     let call = h.call.clone().unwrap();
     assert!(call.reissue);
+    assert_eq!(
+        call.binding,
+        OWNER.binding(&derived[0].owner),
+        "sealed for its owner"
+    );
     assert_eq!(call.arguments, r#"{"n":1}"#);
     let (page, notice) = page_of(&items, &[0], &h, &s.paging).unwrap();
     assert_eq!(page, cut.plan.pages[1].text);
@@ -115,7 +136,7 @@ fn without_store_or_key_the_rest_is_not_kept() {
         framing: Framing::Text,
     }];
     let policy = s.policy(Default::default(), Some("export"));
-    let cut = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host()).unwrap();
+    let cut = cut(&items, &[0], &policy, &s.paging, &call(), &mut host()).unwrap();
     assert!(!cut.paged);
     assert!(cut.notice.contains("They are not kept"), "{}", cut.notice);
     // No random source: no handles either.
@@ -125,7 +146,7 @@ fn without_store_or_key_the_rest_is_not_kept() {
         &[0],
         &policy,
         &s.paging,
-        &CALL,
+        &call(),
         &mut SharedMemory::with(crate::shared::Entropy::None),
     )
     .unwrap();
@@ -164,7 +185,7 @@ fn a_refused_page_write_hands_out_no_stored_page() {
     let s = settings("");
     let policy = s.policy(Default::default(), Some("export"));
     let mut host = RefusesPages(host());
-    let done = cut(&items, &[0], &policy, &s.paging, &CALL, &mut host).unwrap();
+    let done = cut(&items, &[0], &policy, &s.paging, &call(), &mut host).unwrap();
     assert_eq!(done.not_kept, Some(NotKept::Unavailable));
     assert!(!done.paged, "{}", done.notice);
     assert!(done.figures.is_none());

@@ -135,3 +135,82 @@ fn compaction_below_the_toon_threshold_is_taken() {
     assert_eq!(text_of(&out.unwrap()), compact, "{report:?}");
     assert_eq!(transforms(&report), vec!["compact_json"]);
 }
+
+/// A lone block the clean stage would only compact is read by TOON as it
+/// is, measured as its compact form (`Block::deferred`): its text and its
+/// records are what compacting it first, then encoding the compact text,
+/// gives, for tables pretty or spaced at the root or below it, and for
+/// blocks TOON leaves (no table, too small, not JSON, a `\u` escape, a
+/// table whose rows differ).
+#[test]
+fn a_block_compacted_only_if_toon_leaves_it_gets_the_compact_texts_answer() {
+    let rows: Vec<Value> = (0..40)
+        .map(|i| json!({"id": i, "name": format!("row {i}"), "price": 1.5 * i as f64, "ok": i % 2 == 0}))
+        .collect();
+    let table = Value::Array(rows.clone());
+    let nested = json!({"success": true, "data": {"statements": [{"sql": "SELECT 1", "rows": table, "rowCount": 40}]}});
+    let mut uneven = rows.clone();
+    uneven[7] = json!({"id": 7});
+    let spaced = |v: &Value| {
+        v.to_string()
+            .replace("\",\"", "\", \"")
+            .replace("\":", "\": ")
+            .replace("},{", "}, {")
+    };
+    let texts = [
+        serde_json::to_string_pretty(&table).unwrap(),
+        spaced(&table),
+        serde_json::to_string_pretty(&nested).unwrap(),
+        spaced(&nested),
+        serde_json::to_string_pretty(&json!({"title": "t", "tags": ["a", "b"], "n": 1})).unwrap(),
+        serde_json::to_string_pretty(&json!([{"a": 1}])).unwrap(),
+        serde_json::to_string_pretty(&Value::Array(uneven)).unwrap(),
+        serde_json::to_string_pretty(&table)
+            .unwrap()
+            .replace("row 3", "r\\u00f3w 3"),
+        "[ {\"a\": 1}, {\"a\": 2} ".repeat(30),
+        "  \"a string\"  ".to_string(),
+    ];
+    let settings = Settings::from_json("{}").unwrap();
+    for text in &texts {
+        let (out, report) = one("{}", "t", text);
+        // By hand: compact, then encode the compact text.
+        let policy = settings.policy(ServerScope::default(), Some("t"));
+        let cleaned = clean::clean(text, &policy.clean);
+        let compact = cleaned.text_or(text);
+        let wire = stage::literal_len(compact);
+        let toon = stage::toon::encode(compact, wire, &policy.toon);
+        let expected_text = toon.as_deref().unwrap_or(compact);
+        let mut expected: Vec<(Stage, Option<&str>, usize, usize)> = cleaned
+            .applied
+            .iter()
+            .map(|a| {
+                (
+                    Stage::Clean,
+                    Some(a.transform.name()),
+                    a.bytes_before,
+                    a.bytes_after,
+                )
+            })
+            .collect();
+        expected.push(match &toon {
+            Ok(t) => (Stage::Toon, None, compact.len(), t.len()),
+            Err(_) => (Stage::Toon, None, compact.len(), compact.len()),
+        });
+        let got: Vec<(Stage, Option<&str>, usize, usize)> = report
+            .decisions
+            .iter()
+            .map(|d| (d.stage, d.transform, d.bytes_before, d.bytes_after))
+            .collect();
+        assert_eq!(got, expected, "{text}");
+        let toon_outcome = report.decisions.last().map(|d| d.outcome);
+        match &toon {
+            Ok(_) => assert_eq!(toon_outcome, Some(Outcome::Encoded), "{text}"),
+            Err(r) => assert_eq!(toon_outcome, Some(Outcome::Passthrough(*r)), "{text}"),
+        }
+        match out {
+            Some(out) => assert_eq!(text_of(&out), expected_text, "{text}"),
+            None => assert_eq!(expected_text, text.as_str()),
+        }
+    }
+}

@@ -293,6 +293,7 @@ mod cleaning;
 mod hostile;
 mod listing;
 mod projecting;
+mod python;
 mod skimming;
 mod trimming;
 

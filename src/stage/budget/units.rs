@@ -10,7 +10,9 @@
 //! - **JSON**: a root array's elements; an object whose largest member is an
 //!   array holding at least half the text (a paged envelope): that array's
 //!   elements, the other members repeated on every page; another object:
-//!   its members. Each run is valid JSON of the same shape (RFC 8259).
+//!   its members. Each run is valid JSON of the same shape (RFC 8259). A
+//!   marker line before the JSON (a Python literal read as JSON,
+//!   `crate::marker::python_line`) heads every page.
 //! - **Text**: lines, each with its line end, so pages are exact slices and
 //!   concatenate to the original; a line longer than a page is split at
 //!   character boundaries.
@@ -20,6 +22,7 @@ use std::ops::Range;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::marker::MARKER_PREFIX;
 use crate::mcp::Edits;
 use crate::stage::clean::{split_framed, Framing};
 
@@ -330,16 +333,23 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for MemberValues<'a> {
 }
 
 fn json(text: &str) -> Option<Units<'_>> {
-    let trimmed = text.trim_start();
+    // A block read from a Python literal and left as JSON: the marker's
+    // line, then the JSON. The line is part of what opens every page.
+    let head = match text.strip_prefix(MARKER_PREFIX) {
+        Some(rest) => text.len() - rest.len() + rest.find('\n')? + 1,
+        None => 0,
+    };
+    let body = text.get(head..)?;
+    let trimmed = body.trim_start();
     let lead = text.len() - trimmed.len();
     if trimmed.starts_with('[') {
-        let elements: Vec<&RawValue> = serde_json::from_str(text).ok()?;
+        let elements: Vec<&RawValue> = serde_json::from_str(body).ok()?;
         return array_units(text, lead, text.trim_end().len(), &elements);
     }
     if !trimmed.starts_with('{') {
         return None;
     }
-    let MemberValues(values) = serde_json::from_str(text).ok()?;
+    let MemberValues(values) = serde_json::from_str(body).ok()?;
     let spans: Vec<Range<usize>> = values
         .iter()
         .map(|v| Edits::span_of(text, v))
@@ -351,7 +361,7 @@ fn json(text: &str) -> Option<Units<'_>> {
         .filter(|(_, v)| v.get().starts_with('['))
         .max_by_key(|(r, _)| r.len());
     if let Some((r, v)) = largest {
-        if r.len() * 2 >= text.len() {
+        if r.len() * 2 >= body.len() {
             let elements: Vec<&RawValue> = serde_json::from_str(v.get()).ok()?;
             if !elements.is_empty() {
                 return array_units(text, r.start, r.end, &elements);

@@ -10,7 +10,8 @@
 //!    text when it is not JSON, on every string value (never a key) when it
 //!    is;
 //! 4. remove nulls — JSON only;
-//! 5. compact JSON — JSON only, lossless.
+//! 5. compact JSON — JSON only, lossless; a `\uXXXX` escape of a printable
+//!    character JSON does not require escaped is written as the character.
 //!
 //! JSON blocks go through one pass over the text (`rewrite.rs`, no
 //! `serde_json::Value`): every token no transform replaces keeps its exact
@@ -58,6 +59,9 @@ use crate::stage::literal_len;
 /// applies last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transform {
+    /// A Python literal read as data, written as compact JSON (the
+    /// pipeline's, before the others: `crate::json::python`).
+    PythonLiteral,
     HtmlToMarkdown,
     StripBase64,
     CollapseWhitespace,
@@ -69,6 +73,7 @@ pub enum Transform {
 impl Transform {
     /// Every transform, in the order they run.
     pub const ALL: &'static [Transform] = &[
+        Transform::PythonLiteral,
         Transform::HtmlToMarkdown,
         Transform::StripBase64,
         Transform::CollapseWhitespace,
@@ -81,6 +86,7 @@ impl Transform {
     /// as the configuration field that turns it on.
     pub fn name(self) -> &'static str {
         match self {
+            Transform::PythonLiteral => "python_literal",
             Transform::HtmlToMarkdown => "html_to_markdown",
             Transform::StripBase64 => "strip_base64",
             Transform::CollapseWhitespace => "collapse_whitespace",
@@ -93,6 +99,7 @@ impl Transform {
     /// Its counter, `mcp_toon_clean_<name>`.
     pub fn metric(self) -> &'static str {
         match self {
+            Transform::PythonLiteral => "mcp_toon_clean_python_literal",
             Transform::HtmlToMarkdown => "mcp_toon_clean_html_to_markdown",
             Transform::StripBase64 => "mcp_toon_clean_strip_base64",
             Transform::CollapseWhitespace => "mcp_toon_clean_collapse_whitespace",
@@ -103,9 +110,10 @@ impl Transform {
     }
 
     /// Whether the output decodes back to exactly the input value. Only
-    /// compact JSON is; the others drop something by design.
+    /// compact JSON and a Python literal read as JSON are; the others drop
+    /// something by design.
     pub fn lossless(self) -> bool {
-        matches!(self, Transform::CompactJson)
+        matches!(self, Transform::CompactJson | Transform::PythonLiteral)
     }
 }
 
@@ -153,10 +161,17 @@ pub fn clean(text: &str, s: &CleanSettings) -> Cleaned {
     clean_known(text, s, None)
 }
 
-/// [`clean`], given whether `text` has whitespace between JSON tokens when
-/// that is known already (the scan that decoded a text item found it on
-/// the way: [`crate::mcp::Item::take_text`]).
-pub fn clean_known(text: &str, s: &CleanSettings, layout: Option<bool>) -> Cleaned {
+/// What the scan that decoded a text item found on the way
+/// ([`crate::mcp::Item::take_text`]), read as JSON: whitespace between its
+/// tokens, and an escape in a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub layout: bool,
+    pub escapes: bool,
+}
+
+/// [`clean`], given what the scan knows of `text` already.
+pub fn clean_known(text: &str, s: &CleanSettings, known: Option<Known>) -> Cleaned {
     if s.all_off() {
         return Cleaned::default();
     }
@@ -179,12 +194,12 @@ pub fn clean_known(text: &str, s: &CleanSettings, layout: Option<bool>) -> Clean
         s
     };
     // Only compaction can change the text: with no whitespace between its
-    // tokens it is compact already, and neither walk below would find
-    // anything (issue 14: skip walks whose transforms are off).
-    if string_transforms(s).next().is_none()
-        && !s.remove_nulls
-        && !layout.unwrap_or_else(|| compact::has_layout(text))
-    {
+    // tokens and no escape it writes as a character, it is compact
+    // already, and neither walk below would find anything (issue 14: skip
+    // walks whose transforms are off).
+    let layout = || known.map_or_else(|| compact::has_layout(text), |k| k.layout);
+    let escapes = || known.is_none_or(|k| k.escapes) && compact::has_character_escape(text);
+    if string_transforms(s).next().is_none() && !s.remove_nulls && !layout() && !escapes() {
         return Cleaned::default();
     }
     if looks_like_json(text) && serde_json::from_str::<IgnoredAny>(text).is_ok() {
@@ -361,7 +376,12 @@ fn clean_json(text: &str, s: &CleanSettings) -> Cleaned {
     if pass.nulls_removed > 0 {
         record(Transform::RemoveNulls, pass.nulls_saved);
     }
-    let out = pass.text;
+    // Compaction writes escaped characters as themselves (compact.rs).
+    let out = if s.compact_json {
+        compact::write_characters(pass.text)
+    } else {
+        pass.text
+    };
     if applied.is_empty() {
         // Only the layout would change: that is compaction, on its own terms.
         if !(s.compact_json && compact::accept(text, &out)) {

@@ -7,9 +7,10 @@
 //!   without re-serialising what stays.
 //! - Agent queries ([`query`]): a JMESPath expression the agent sends in an
 //!   extra tool argument (`project.query_argument`, advertised and taken out
-//!   of requests by [`crate::intent`]), evaluated within
-//!   bounds decided before it runs. A query that cannot apply leaves the
-//!   result as it was, with a one-line [`note`] at its end.
+//!   of requests by [`crate::intent`]), checked against a static bound
+//!   before it runs and evaluated within a work and memory budget enforced
+//!   while it runs. A query that cannot apply leaves the result as it was,
+//!   with a one-line [`note`] at its end.
 //!
 //! Both drop information by design: the decision record says
 //! `lossless: false`.

@@ -1,38 +1,50 @@
 //! The agent's query: a JMESPath expression (jmespath.org/specification)
-//! evaluated on a JSON text block by the `jmespath` crate.
+//! parsed by the `jmespath` crate and evaluated here, on a JSON text
+//! block, within a budget.
 //!
-//! Hostile expressions are input too. A JMESPath expression is a total
-//! function of one value: no loops, recursion, variables or generators, and
-//! every node is evaluated once per value it is applied to. So its cost can
-//! be bounded before it runs, as multiples of the input size S:
-//! - `M`, the output's size, at most `M·S` (a multi-select of two copies
-//!   doubles it; `[@,@] | [@,@] | …` grows as 3^k and is refused);
-//! - `W`, the work, at most `W·S` (a projection runs its right side on
-//!   every element, whose sizes add up to at most its input's).
+//! Hostile expressions are input too, checked three times:
+//! - before it is parsed: longer than the configured
+//!   `project.max_query_bytes`, nested deeper than [`MAX_DEPTH`] or with
+//!   more than [`MAX_BRACKETS`] brackets (the crate's parser recurses);
+//! - before it runs, a static bound on its output and work as multiples
+//!   of the block's size ([`cost`]; over [`MAX_SIZE_FACTOR`] or
+//!   [`MAX_WORK_FACTOR`] it is refused);
+//! - while it runs, a [`meter`] of work and memory against the
+//!   `project.query_*` budget, scaled to the block ([`eval`]: the crate's
+//!   interpreter, node for node, metered; [`functions`]; [`value`]). A
+//!   query past either limit stops there, before it makes the value that
+//!   would pass it (`query_budget`).
 //!
-//! [`cost`] computes both from the syntax tree; an expression over
-//! [`MAX_SIZE_FACTOR`] or [`MAX_WORK_FACTOR`] is refused, as is one longer
-//! than the configured `project.max_query_bytes`, nested deeper than
-//! [`MAX_DEPTH`] or with more than [`MAX_BRACKETS`] brackets (the crate's
-//! parser and interpreter recurse). The output is
-//! serialised into a buffer that refuses to grow past the block's size.
+//! The output is serialised into a buffer that refuses to grow past the
+//! block's size.
 //!
 //! The crate's own number parsing goes through serde, which the
 //! `arbitrary_precision` build of serde_json (this crate needs it for exact
 //! number spellings) turns into a map: literal numbers and `to_number` are
 //! mended here, and the input is converted without serde.
 
+mod cost;
+mod eval;
+mod functions;
+mod meter;
+mod value;
+
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::LazyLock;
 
 use jmespath::ast::Ast;
-use jmespath::functions::Function;
-use jmespath::{Context, Rcvar, Runtime, Variable};
+use jmespath::{Context, Rcvar, Variable};
 use serde_json::Value;
 
+pub use cost::Cost;
+
+use crate::config::QueryBudget;
 use crate::json::{self, StrictError};
+use crate::mcp::QUERY_NOT_A_STRING;
 use crate::outcome::Reason;
+use eval::Eval;
+use meter::{Fault, Meter};
+use value::{write_json, Capped};
 
 /// Most nesting of brackets and parentheses in an expression, prefix
 /// operators (`!`, `&`) included.
@@ -44,8 +56,6 @@ pub const MAX_BRACKETS: usize = 48;
 pub const MAX_SIZE_FACTOR: u64 = 32;
 /// Largest work factor `W` accepted.
 pub const MAX_WORK_FACTOR: u64 = 256;
-/// `n log n` of a sort, as a factor on `n` (`n` ≤ 2^20 in a block).
-const SORT_FACTOR: u64 = 20;
 
 /// Why a query was not applied, with a one-line detail for the note.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,16 +91,36 @@ pub struct Query {
     ast: Ast,
 }
 
-/// The output size and work factors of an expression.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cost {
-    pub size: u64,
+/// What a query spent on a block: units of work and bytes of values made
+/// (`meter`), up to where it stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
     pub work: u64,
+    pub memory: u64,
 }
 
 impl Query {
     /// Parses and checks an expression.
     pub fn parse(text: &str, max_bytes: usize) -> Result<Query, Refusal> {
+        Self::parse_checked(text, max_bytes, true)
+    }
+
+    /// [`Query::parse`] without the static bound's factors (the tree's
+    /// depth is still bounded): how the fuzz target and the tests reach
+    /// the meter with what the bound would refuse.
+    #[cfg(any(test, feature = "sim"))]
+    pub fn parse_unbounded(text: &str, max_bytes: usize) -> Result<Query, Refusal> {
+        Self::parse_checked(text, max_bytes, false)
+    }
+
+    fn parse_checked(text: &str, max_bytes: usize, bound: bool) -> Result<Query, Refusal> {
+        // The request said the argument is there, as no string.
+        if let Some(kind) = text.strip_prefix(QUERY_NOT_A_STRING) {
+            return Err(Refusal::new(
+                Reason::QueryInvalid,
+                format!("the argument must be a string holding a JMESPath expression, not {kind}"),
+            ));
+        }
         let text = text.trim();
         if text.len() > max_bytes {
             return Err(Refusal::new(
@@ -110,8 +140,8 @@ impl Query {
         let mut ast = jmespath::parse(text)
             .map_err(|e| Refusal::new(Reason::QueryInvalid, e.reason.to_string()))?;
         mend_literals(&mut ast);
-        let c = cost(&ast, 0)?;
-        if c.size > MAX_SIZE_FACTOR || c.work > MAX_WORK_FACTOR {
+        let c = cost::cost(&ast, 0)?;
+        if bound && (c.size > MAX_SIZE_FACTOR || c.work > MAX_WORK_FACTOR) {
             return Err(Refusal::new(
                 Reason::QueryTooComplex,
                 format!(
@@ -126,73 +156,116 @@ impl Query {
         })
     }
 
-    /// Evaluates on a JSON text; the output is compact JSON strictly
-    /// smaller than `text`.
+    /// Evaluates on a JSON text within the default budget; the output is
+    /// compact JSON strictly smaller than `text`.
     pub fn apply(&self, text: &str) -> Result<String, Refusal> {
-        // A key written twice: a value keeps one of them, so the query
-        // would answer about a result the server did not unambiguously send
-        // (crate::json::object has the rule).
-        let value = json::parse_strict(text).map_err(|e| match e {
-            StrictError::Syntax => Refusal::new(Reason::NotJson, "the result is not JSON"),
-            StrictError::DuplicateKey => Refusal::new(
-                Reason::DuplicateKeys,
-                "an object in the result has a key twice",
-            ),
-        })?;
-        let data = Rc::new(variable(value));
-        let mut ctx = Context::new(&self.text, &RUNTIME);
+        self.apply_within(text, &QueryBudget::default())
+    }
+
+    /// Evaluates on a JSON text within `budget`, scaled to the text's size.
+    pub fn apply_within(&self, text: &str, budget: &QueryBudget) -> Result<String, Refusal> {
+        self.run(text, budget).0
+    }
+
+    /// [`Query::apply_within`], with what the evaluation spent (up to where
+    /// it stopped).
+    pub fn run(&self, text: &str, budget: &QueryBudget) -> (Result<String, Refusal>, Spent) {
+        let data = match read(text) {
+            Ok(data) => data,
+            Err(r) => return (Err(r), Spent::default()),
+        };
+        let meter = Meter::new(budget.work(text.len()), budget.memory(text.len()));
+        let mut ev = Eval::new(meter, Context::new(&self.text, &functions::NO_FUNCTIONS));
+        let out = ev.eval(&data, &self.ast);
+        let m = &ev.meter;
+        let spent = Spent {
+            work: m.work,
+            memory: m.memory,
+        };
+        let out = match out {
+            Ok(out) => out,
+            Err(Fault::Error(e)) => {
+                return (Err(Refusal::new(Reason::QueryError, e.to_string())), spent)
+            }
+            Err(Fault::Work) => {
+                let detail = format!(
+                    "it needed more than the {} units of work its budget allows on a result of this size",
+                    m.max_work
+                );
+                return (Err(Refusal::new(Reason::QueryBudget, detail)), spent);
+            }
+            Err(Fault::Memory) => {
+                let detail = format!(
+                    "it needed more than the {} bytes of memory its budget allows on a result of this size",
+                    m.max_memory
+                );
+                return (Err(Refusal::new(Reason::QueryBudget, detail)), spent);
+            }
+        };
+        (finish(&out, text.len()), spent)
+    }
+
+    /// The crate's own interpreter on the same query and text, unmetered
+    /// and unbounded: the answer [`Query::apply_within`] must give
+    /// whenever it finishes within its budget (the tests and the fuzz
+    /// target compare the two). Never for traffic.
+    #[cfg(any(test, feature = "sim"))]
+    pub fn reference(&self, text: &str) -> Result<String, Refusal> {
+        let data = read(text)?;
+        let mut ctx = Context::new(&self.text, &functions::REFERENCE);
         let out = jmespath::interpret(&data, &self.ast, &mut ctx)
             .map_err(|e| Refusal::new(Reason::QueryError, e.reason.to_string()))?;
-        let empty = match &*out {
-            Variable::Null => true,
-            Variable::Array(a) => a.is_empty(),
-            Variable::Object(o) => o.is_empty(),
-            Variable::String(s) => s.is_empty(),
-            _ => false,
-        };
-        if empty {
-            return Err(Refusal::new(
-                Reason::QueryEmpty,
-                "it selected nothing (null or empty)",
-            ));
-        }
-        let mut buf = Capped {
-            bytes: Vec::new(),
-            max: text.len().saturating_sub(1),
-        };
-        let larger = || {
-            Refusal::new(
-                Reason::QueryLarger,
-                "its result is not smaller than the full result",
-            )
-        };
-        serde_json::to_writer(&mut buf, &*out).map_err(|_| larger())?;
-        String::from_utf8(buf.bytes).map_err(|_| larger())
+        finish(&out, text.len())
     }
 
     pub fn cost(&self) -> Result<Cost, Refusal> {
-        cost(&self.ast, 0)
+        cost::cost(&self.ast, 0)
     }
 }
 
-/// A writer that fails once it would hold more than `max` bytes.
-struct Capped {
-    bytes: Vec<u8>,
-    max: usize,
+/// The block's JSON value, as the query sees it.
+fn read(text: &str) -> Result<Rcvar, Refusal> {
+    // A key written twice: a value keeps one of them, so the query would
+    // answer about a result the server did not unambiguously send
+    // (crate::json::object has the rule).
+    match json::parse_strict(text) {
+        Ok(v) => Ok(Rc::new(variable(v))),
+        Err(StrictError::Syntax) => Err(Refusal::new(Reason::NotJson, "the result is not JSON")),
+        Err(StrictError::DuplicateKey) => Err(Refusal::new(
+            Reason::DuplicateKeys,
+            "an object in the result has a key twice",
+        )),
+    }
 }
 
-impl std::io::Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len().saturating_add(buf.len()) > self.max {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
+/// The answer as compact JSON, refused when empty or not smaller than the
+/// block (`block` bytes); written into a buffer that stops there.
+fn finish(out: &Variable, block: usize) -> Result<String, Refusal> {
+    let empty = match out {
+        Variable::Null => true,
+        Variable::Array(a) => a.is_empty(),
+        Variable::Object(o) => o.is_empty(),
+        Variable::String(s) => s.is_empty(),
+        _ => false,
+    };
+    if empty {
+        return Err(Refusal::new(
+            Reason::QueryEmpty,
+            "it selected nothing (null or empty)",
+        ));
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    let mut buf = Capped {
+        bytes: Vec::new(),
+        max: block.saturating_sub(1),
+    };
+    let larger = || {
+        Refusal::new(
+            Reason::QueryLarger,
+            "its result is not smaller than the full result",
+        )
+    };
+    write_json(out, &mut buf).map_err(|_| larger())?;
+    String::from_utf8(buf.bytes).map_err(|_| larger())
 }
 
 /// The deepest nesting of `(`, `[`, `{` plus every prefix operator (`!`
@@ -311,193 +384,6 @@ fn mend_literals(ast: &mut Ast) {
             .iter_mut()
             .for_each(|kv| mend_literals(&mut kv.value)),
         Ast::Identity { .. } | Ast::Field { .. } | Ast::Index { .. } | Ast::Slice { .. } => {}
-    }
-}
-
-/// Output size and work factors of `ast` (see the module docs). `depth`
-/// bounds this recursion like the crate's own.
-fn cost(ast: &Ast, depth: usize) -> Result<Cost, Refusal> {
-    if depth > 4 * MAX_DEPTH + 64 {
-        return Err(Refusal::new(Reason::QueryTooComplex, "nested too deeply"));
-    }
-    let sub = |a: &Ast| cost(a, depth + 1);
-    let one = Cost { size: 1, work: 1 };
-    // Applying `r` to each output of `l` (a pipe, a sub-expression, a
-    // projection): outputs add up to at most `l.size·S`.
-    let then = |l: Cost, r: Cost| Cost {
-        size: l.size.saturating_mul(r.size),
-        work: l.work.saturating_add(l.size.saturating_mul(r.work)),
-    };
-    let c = match ast {
-        Ast::Identity { .. } | Ast::Field { .. } | Ast::Index { .. } | Ast::Slice { .. } => one,
-        Ast::Literal { value, .. } => Cost {
-            size: literal_size(value).max(1),
-            work: 1,
-        },
-        Ast::Subexpr { lhs, rhs, .. } | Ast::Projection { lhs, rhs, .. } => {
-            then(sub(lhs)?, sub(rhs)?)
-        }
-        Ast::Condition {
-            predicate, then: t, ..
-        } => {
-            let (p, t) = (sub(predicate)?, sub(t)?);
-            Cost {
-                size: t.size,
-                work: p.work.saturating_add(t.work),
-            }
-        }
-        Ast::Comparison { lhs, rhs, .. } => {
-            let (l, r) = (sub(lhs)?, sub(rhs)?);
-            Cost {
-                size: 1,
-                work: l
-                    .work
-                    .saturating_add(r.work)
-                    .saturating_add(l.size.min(r.size)),
-            }
-        }
-        Ast::And { lhs, rhs, .. } | Ast::Or { lhs, rhs, .. } => {
-            let (l, r) = (sub(lhs)?, sub(rhs)?);
-            Cost {
-                size: l.size.max(r.size),
-                work: l.work.saturating_add(r.work),
-            }
-        }
-        Ast::Not { node, .. } => Cost {
-            size: 1,
-            work: sub(node)?.work,
-        },
-        Ast::Flatten { node, .. } | Ast::ObjectValues { node, .. } => {
-            let n = sub(node)?;
-            Cost {
-                size: n.size,
-                work: n.work.saturating_add(n.size),
-            }
-        }
-        Ast::MultiList { elements, .. } => {
-            sum(elements.iter().map(sub).collect::<Result<Vec<_>, _>>()?)
-        }
-        Ast::MultiHash { elements, .. } => sum(elements
-            .iter()
-            .map(|kv| sub(&kv.value))
-            .collect::<Result<Vec<_>, _>>()?),
-        // An expression reference is data until a function applies it.
-        Ast::Expref { ast, .. } => sub(ast)?,
-        Ast::Function { name, args, .. } => function(name, args, &sub)?,
-    };
-    Ok(c)
-}
-
-fn sum(costs: Vec<Cost>) -> Cost {
-    costs.iter().fold(Cost { size: 1, work: 1 }, |a, c| Cost {
-        size: a.size.saturating_add(c.size),
-        work: a.work.saturating_add(c.work),
-    })
-}
-
-/// Bytes of a literal's JSON (its size in the units of `S`).
-fn literal_size(v: &Variable) -> u64 {
-    serde_json::to_string(v).map_or(u64::MAX, |s| s.len() as u64)
-}
-
-/// The builtin functions (JMESPath specification, "Built-in Functions").
-fn function(
-    name: &str,
-    args: &[Ast],
-    sub: &dyn Fn(&Ast) -> Result<Cost, Refusal>,
-) -> Result<Cost, Refusal> {
-    let costs = args.iter().map(sub).collect::<Result<Vec<_>, _>>()?;
-    let work_in: u64 = costs.iter().fold(1, |a, c| a.saturating_add(c.work));
-    let size_in: u64 = costs.iter().fold(0, |a, c| a.saturating_add(c.size));
-    let arg = |i: usize| costs.get(i).copied().unwrap_or(Cost { size: 1, work: 1 });
-    // Functions taking `&expr` apply it to each element of their array.
-    let per_element = |array: Cost, expr: Cost| {
-        array
-            .work
-            .saturating_add(array.size.saturating_mul(expr.work))
-    };
-    let c = match name {
-        "abs" | "avg" | "ceil" | "contains" | "ends_with" | "floor" | "length" | "starts_with"
-        | "sum" | "to_number" | "type" => Cost {
-            size: 1,
-            work: work_in.saturating_add(size_in),
-        },
-        "keys" | "max" | "merge" | "min" | "not_null" | "reverse" | "to_array" | "to_string"
-        | "values" => Cost {
-            size: size_in.max(1),
-            work: work_in.saturating_add(size_in),
-        },
-        "sort" => Cost {
-            size: size_in.max(1),
-            work: work_in.saturating_add(SORT_FACTOR.saturating_mul(size_in)),
-        },
-        // The separator repeats between elements: only a literal keeps the
-        // output linear.
-        "join" => {
-            let Some(Ast::Literal { value, .. }) = args.first() else {
-                return Err(Refusal::new(
-                    Reason::QueryTooComplex,
-                    "join's separator must be a literal string",
-                ));
-            };
-            let sep = literal_size(value);
-            Cost {
-                size: arg(1).size.saturating_mul(sep.saturating_add(1)),
-                work: work_in.saturating_add(arg(1).size.saturating_mul(sep.saturating_add(1))),
-            }
-        }
-        "map" => Cost {
-            size: arg(1).size.saturating_mul(arg(0).size),
-            work: per_element(arg(1), arg(0)),
-        },
-        "max_by" | "min_by" => Cost {
-            size: arg(0).size,
-            work: per_element(arg(0), arg(1)),
-        },
-        "sort_by" => Cost {
-            size: arg(0).size,
-            work: per_element(arg(0), arg(1))
-                .saturating_add(SORT_FACTOR.saturating_mul(arg(0).size)),
-        },
-        _ => {
-            return Err(Refusal::new(
-                Reason::QueryInvalid,
-                format!("unknown function {name}()"),
-            ))
-        }
-    };
-    Ok(c)
-}
-
-/// The builtins, with `to_number` mended (see the module docs).
-static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
-    let mut runtime = Runtime::new();
-    runtime.register_builtin_functions();
-    runtime.register_function("to_number", Box::new(ToNumber));
-    runtime
-});
-
-/// `to_number`: numbers as they are, strings that are JSON numbers parsed
-/// exactly, anything else `null` (JMESPath specification, `to_number`).
-struct ToNumber;
-
-impl Function for ToNumber {
-    fn evaluate(&self, args: &[Rcvar], ctx: &mut Context<'_>) -> jmespath::SearchResult {
-        let [arg] = args else {
-            return Err(jmespath::JmespathError::from_ctx(
-                ctx,
-                jmespath::ErrorReason::Parse("to_number takes one argument".into()),
-            ));
-        };
-        Ok(match &**arg {
-            Variable::Number(_) => arg.clone(),
-            Variable::String(s) => Rc::new(
-                s.trim()
-                    .parse::<serde_json::Number>()
-                    .map_or(Variable::Null, Variable::Number),
-            ),
-            _ => Rc::new(Variable::Null),
-        })
     }
 }
 

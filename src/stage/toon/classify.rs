@@ -3,15 +3,19 @@
 //! TOON v4 §9.3 writes an array of objects whose values are primitives (or,
 //! §9.4, nested objects of one shape: "field groups") as one header and a
 //! line per row. That is the only shape where it reliably beats JSON, so
-//! adaptive mode only tries:
-//! - an array of at least `min_rows` objects, each key of the union present
-//!   in at least `key_presence_pct` % of rows, every column all primitives or
-//!   all objects of one key set (recursively), never arrays;
-//! - an object whose one array member is such a table and whose other
-//!   members are primitives (a paged envelope: `{"total":120,"items":[...]}`).
+//! adaptive mode only tries a value that holds, anywhere, an array of at
+//! least `min_rows` objects, each key of the union present in at least
+//! `key_presence_pct` % of rows, every column all primitives or all objects
+//! of one key set (recursively), never arrays. The array may be the value
+//! itself, or sit below envelopes and beside other fields (a database
+//! result's `{"data":{"rows":[...]}}`, a paged `{"total":120,"items":[...]}`,
+//! several tables in one object): TOON writes objects as fields (§8) and a
+//! table in a field as a tabular array (§9.3), so the rest of the value
+//! costs about what it costs in JSON, and the rows are where TOON saves.
 //!
-//! The size comparison is the backstop: a table the encoder cannot write in
-//! tabular form comes out larger and passes through.
+//! The size comparison is the backstop: a value whose tables are a small
+//! part of it, or a table the encoder cannot write in tabular form, comes
+//! out not smaller enough and passes through.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
@@ -29,21 +33,37 @@ pub enum NotTable {
     NonUniformColumn,
 }
 
-/// Accepts a table or a paged envelope around one.
+/// Accepts a value that holds a table anywhere; else why the value itself
+/// is none (`NotArrayOrEnvelope` for any value but an array: an object
+/// holds no table, a primitive is none).
 pub fn classify(value: &Value, min_rows: usize, key_presence_pct: u64) -> Result<(), NotTable> {
-    match value {
+    let own = match value {
         Value::Array(rows) => table(rows, min_rows, key_presence_pct),
-        Value::Object(members) => {
-            let mut arrays = members.values().filter(|v| v.is_array());
-            let (Some(Value::Array(rows)), None) = (arrays.next(), arrays.next()) else {
-                return Err(NotTable::NotArrayOrEnvelope);
-            };
-            if members.values().any(|v| v.is_object()) {
-                return Err(NotTable::NotArrayOrEnvelope);
-            }
-            table(rows, min_rows, key_presence_pct)
-        }
         _ => Err(NotTable::NotArrayOrEnvelope),
+    };
+    if own.is_err() && holds_table(value, min_rows, key_presence_pct, 0) {
+        return Ok(());
+    }
+    own
+}
+
+/// Whether an array below `value` is a table. Each array's check reads
+/// its rows and their objects down to the next array, never into it (a
+/// column holding an array is no column), so the search is linear;
+/// serde_json refuses nesting past 128 while parsing, so the depth bound
+/// only guards against a value built another way.
+fn holds_table(value: &Value, min_rows: usize, key_presence_pct: u64, depth: usize) -> bool {
+    if depth > 256 {
+        return false;
+    }
+    let found = |child: &Value| {
+        matches!(child, Value::Array(rows) if table(rows, min_rows, key_presence_pct).is_ok())
+            || holds_table(child, min_rows, key_presence_pct, depth + 1)
+    };
+    match value {
+        Value::Array(items) => items.iter().any(found),
+        Value::Object(members) => members.values().any(found),
+        _ => false,
     }
 }
 

@@ -71,6 +71,8 @@ pub struct Emission {
     pub text: String,
     /// `literal_len(&text)`.
     pub wire: usize,
+    /// The sizes of the block it replaces, as the stage measured them.
+    pub replaced: Sizes,
 }
 
 /// Encodes one text block, or says why it stays as it is, with a budget
@@ -79,14 +81,49 @@ pub struct Emission {
 /// `wire_len` is the size of the block's JSON string literal on the wire;
 /// adaptive mode never lets that grow either.
 pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
-    encode_within(text, wire_len, s, &mut Budget::per_response()).map(|e| e.text)
+    encode_within(
+        text,
+        Sizes::of(text, wire_len),
+        s,
+        &mut Budget::per_response(),
+    )
+    .map(|e| e.text)
+}
+
+/// The sizes of the block an emission would replace, which every size
+/// check of the stage compares against (`min_bytes`, `min_savings_pct`,
+/// never larger on the wire, the generic path's budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// Bytes of the block's text.
+    pub len: usize,
+    /// Bytes of its JSON string literal on the wire.
+    pub wire: usize,
+}
+
+impl Sizes {
+    /// The sizes of `text` itself, sent as a literal of `wire` bytes.
+    pub fn of(text: &str, wire: usize) -> Self {
+        Self {
+            len: text.len(),
+            wire,
+        }
+    }
 }
 
 /// [`encode`], drawing generic-path work from `budget`, with the
 /// emission's size on the wire.
+///
+/// `sizes` may be those of another spelling of the same JSON value than
+/// `text`: the pipeline hands a text with whitespace between its tokens
+/// and the sizes of its compact form when compaction is all the clean
+/// stage would have done to it (`clean::compact::Deferred`). Every
+/// answer is then the compact text's: the emission and the refusals that
+/// read the value depend on the value alone (RFC 8259 §2: whitespace
+/// between tokens is insignificant), and the size checks read `sizes`.
 pub fn encode_within(
     text: &str,
-    wire_len: usize,
+    sizes: Sizes,
     s: &ToonSettings,
     budget: &mut Budget,
 ) -> Result<Emission, Reason> {
@@ -96,15 +133,42 @@ pub fn encode_within(
     if marker::is_encoded(text) {
         return Err(Reason::AlreadyEncoded);
     }
-    if s.mode == Mode::Adaptive && text.len() < s.min_bytes {
+    if s.mode == Mode::Adaptive && sizes.len < s.min_bytes {
         return Err(Reason::BelowMinBytes);
     }
-    match fast::encode(text, wire_len, s) {
+    match fast::encode(text, Some(sizes), s) {
         fast::Fast::Done(result) => result,
         // The generic path's gates would pass: refuse before running them
         // when the budget cannot pay for what follows.
-        fast::Fast::Unwritten if text.len() > budget.generic_bytes => Err(Reason::ToonBudget),
-        fast::Fast::Fallback | fast::Fast::Unwritten => generic(text, wire_len, s, Some(budget)),
+        fast::Fast::Unwritten if sizes.len > budget.generic_bytes => Err(Reason::ToonBudget),
+        fast::Fast::Fallback | fast::Fast::Unwritten => generic(text, sizes, s, Some(budget)),
+    }
+}
+
+/// [`encode_within`] for a text with whitespace between its JSON tokens
+/// that the clean stage would only compact (`clean::compact::deferrable`):
+/// the emission when the fast path writes one, measured against the
+/// text's compact form, whose sizes the parse counts as it reads the text
+/// ([`Emission::replaced`]). Whitespace between tokens is insignificant
+/// (RFC 8259 §2), so the emission and every check that reads the value
+/// are the compact text's, and the size checks read its sizes: the answer
+/// is the one [`encode_within`] gives on the compact text, without that
+/// text being made. `None` for anything else — a refusal, a shape or
+/// spelling the fast path leaves to the generic one, a `\u` escape (how
+/// compaction spells it is compaction's business) — and the pipeline then
+/// compacts the text and asks [`encode_within`]. Never draws on the
+/// generic path's budget.
+pub fn encode_compacted(text: &str, s: &ToonSettings) -> Option<Emission> {
+    if s.mode == Mode::Off || marker::is_encoded(text) {
+        return None;
+    }
+    // The compact form is shorter still.
+    if s.mode == Mode::Adaptive && text.len() < s.min_bytes {
+        return None;
+    }
+    match fast::encode(text, None, s) {
+        fast::Fast::Done(Ok(e)) if e.replaced.len < text.len() => Some(e),
+        _ => None,
     }
 }
 
@@ -126,14 +190,14 @@ pub fn refusal_of_no_json(len: usize, s: &ToonSettings) -> Reason {
 /// toon-format's own encoder and decoder. The fast path falls back to it,
 /// and the differential tests and benchmarks hold the two side by side.
 pub fn encode_generic(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, Reason> {
-    generic(text, wire_len, s, None).map(|e| e.text)
+    generic(text, Sizes::of(text, wire_len), s, None).map(|e| e.text)
 }
 
 /// The generic path; with a budget, the encoding step (the costly one)
 /// runs only within it.
 fn generic(
     text: &str,
-    wire_len: usize,
+    sizes: Sizes,
     s: &ToonSettings,
     budget: Option<&mut Budget>,
 ) -> Result<Emission, Reason> {
@@ -144,7 +208,7 @@ fn generic(
         return Err(Reason::AlreadyEncoded);
     }
     let adaptive = s.mode == Mode::Adaptive;
-    if adaptive && text.len() < s.min_bytes {
+    if adaptive && sizes.len < s.min_bytes {
         return Err(Reason::BelowMinBytes);
     }
     let value: Value = serde_json::from_str(text).map_err(|_| Reason::NotJson)?;
@@ -152,16 +216,16 @@ fn generic(
         classify(&value, s.min_rows, s.key_presence_pct).map_err(|_| Reason::NotTabular)?;
     }
     exact(&value)?;
-    if budget.is_some_and(|b| !b.take(text.len())) {
+    if budget.is_some_and(|b| !b.take(sizes.len)) {
         return Err(Reason::ToonBudget);
     }
     let toon = to_toon(&value).ok_or(Reason::EncodeError)?;
     let emission = marker::wrap(&toon, s.header, &s.marker);
-    if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+    if adaptive && !smaller_enough(sizes.len, emission.len(), s.min_savings_pct) {
         return Err(Reason::BelowThreshold);
     }
     let wire = literal_len(&emission);
-    if adaptive && wire > wire_len {
+    if adaptive && wire > sizes.wire {
         return Err(Reason::BelowThreshold);
     }
     // Duplicate keys parse, but a Value keeps one of them: a rewrite would
@@ -175,6 +239,7 @@ fn generic(
     Ok(Emission {
         text: emission,
         wire,
+        replaced: sizes,
     })
 }
 

@@ -56,16 +56,43 @@ fn classifier_accepts_tables_envelopes_and_field_groups() {
 }
 
 #[test]
+fn classifier_finds_tables_wherever_they_sit() {
+    for value in [
+        json!({"a": rows(4), "b": rows(4)}),
+        json!({"meta": {"page": 1}, "items": rows(4)}),
+        json!({"success": true, "data": {"statements": [{"sql": "q", "rows": rows(5), "n": 5}]}}),
+        json!([{"query": "q", "rows": rows(4)}]),
+        json!({"result": {"columns": ["id"], "rows": rows(4)}}),
+        json!([[1, 2], {"deep": {"deeper": rows(4)}}]),
+    ] {
+        assert_eq!(classify(&value, 4, 90), Ok(()), "{value}");
+    }
+    // The tables below must be tables themselves.
+    for (value, why) in [
+        (
+            json!({"a": rows(3), "b": {"c": rows(2)}}),
+            NotTable::NotArrayOrEnvelope,
+        ),
+        (
+            json!([{"rows": rows(3)}, {"rows": [1, 2, 3, 4]}]),
+            NotTable::TooFewRows,
+        ),
+        (
+            json!({"a": [[{"x": [1]}], {"y": [{"z": []}]}]}),
+            NotTable::NotArrayOrEnvelope,
+        ),
+    ] {
+        assert_eq!(classify(&value, 4, 90), Err(why), "{value}");
+    }
+}
+
+#[test]
 fn classifier_refuses_each_non_table_shape() {
     let cases = [
         (json!("text"), NotTable::NotArrayOrEnvelope),
         (json!({"a": 1}), NotTable::NotArrayOrEnvelope),
         (
-            json!({"a": rows(4), "b": rows(4)}),
-            NotTable::NotArrayOrEnvelope,
-        ),
-        (
-            json!({"meta": {"page": 1}, "items": rows(4)}),
+            json!({"a": rows(3), "b": {"c": [1, 2, 3, 4]}}),
             NotTable::NotArrayOrEnvelope,
         ),
         (rows(3), NotTable::TooFewRows),
@@ -395,19 +422,15 @@ mod property {
     }
 }
 
-/// Rows the fast path leaves to the generic one (every tenth lacks a key),
-/// padded with trailing whitespace to exactly `len` bytes.
+/// A table the fast path leaves to the generic one (beside it, arrays
+/// nested past the fast parser's bound), padded with trailing whitespace
+/// to exactly `len` bytes.
 fn sparse_rows(len: usize) -> String {
-    let rows: Vec<Value> = (0..len / 60)
-        .map(|i| {
-            if i % 10 == 9 {
-                json!({"id": i, "name": format!("user-{i}")})
-            } else {
-                json!({"id": i, "name": format!("user-{i}"), "tag": "t"})
-            }
-        })
+    let rows: Vec<Value> = (0..(len - 300) / 60)
+        .map(|i| json!({"id": i, "name": format!("user-{i}"), "tag": "t"}))
         .collect();
-    let mut text = Value::Array(rows).to_string();
+    let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
+    let mut text = format!(r#"{{"deep":{deep},"rows":{}}}"#, Value::Array(rows));
     assert!(text.len() <= len);
     text.push_str(&" ".repeat(len - text.len()));
     text
@@ -437,13 +460,19 @@ fn one_generic_budget_serves_a_whole_response() {
     let s = settings();
     let half = sparse_rows(GENERIC_BYTES / 2);
     let mut budget = Budget::per_response();
-    let first = encode_within(&half, literal_len(&half), &s, &mut budget);
+    let first = encode_within(&half, Sizes::of(&half, literal_len(&half)), &s, &mut budget);
     assert_ne!(first, Err(Reason::ToonBudget));
-    let second = encode_within(&half, literal_len(&half), &s, &mut budget);
+    let second = encode_within(&half, Sizes::of(&half, literal_len(&half)), &s, &mut budget);
     assert_eq!(second, first, "exactly the rest of the budget");
-    let third = encode_within(&half, literal_len(&half), &s, &mut budget);
+    let third = encode_within(&half, Sizes::of(&half, literal_len(&half)), &s, &mut budget);
     assert_eq!(third, Err(Reason::ToonBudget));
     // A table the fast path decides costs nothing.
     let table = rows(200).to_string();
-    assert!(encode_within(&table, literal_len(&table), &s, &mut budget).is_ok());
+    assert!(encode_within(
+        &table,
+        Sizes::of(&table, literal_len(&table)),
+        &s,
+        &mut budget
+    )
+    .is_ok());
 }

@@ -15,31 +15,32 @@ use crate::outcome::Reason;
 /// bound as the generic classifier).
 const MAX_GROUP_DEPTH: usize = 8;
 
-/// [`super::super::classify`]: a table, or a paged envelope around one.
-/// Rows that do not all list one key sequence are weighed by key presence
-/// as the generic classifier weighs them (TOON then writes them in list
-/// form, which the fast encoder leaves to the generic one).
+/// [`super::super::classify`]: a table anywhere in the value. Rows that do
+/// not all list one key sequence are weighed by key presence as the
+/// generic classifier weighs them (TOON then writes them in list form,
+/// which the fast encoder leaves to the generic one).
+///
+/// Every value of the tree is looked at once — the root, array items and
+/// member values, which hold every container exactly once — and an array's
+/// own check reads its rows and their objects down to the next array,
+/// never into it (a column holding an array is no column, §9.3), so the
+/// search is linear in the tree, whatever its nesting.
 pub(super) fn classify(doc: &Doc<'_>, min_rows: usize, key_presence_pct: u64) -> Option<bool> {
-    let Some(root) = &doc.root else {
-        return Some(false);
-    };
-    match root {
-        Node::Arr { .. } => table(doc, doc.items(root), min_rows, key_presence_pct),
-        Node::Obj { .. } => {
-            let members = doc.object(root).unwrap_or(&[]);
-            let mut arrays = members
-                .iter()
-                .filter(|m| matches!(m.value, Node::Arr { .. }));
-            let (Some(rows), None) = (arrays.next(), arrays.next()) else {
-                return Some(false);
-            };
-            if members.iter().any(|m| matches!(m.value, Node::Obj { .. })) {
-                return Some(false);
+    for value in doc.all_values() {
+        let found = match value {
+            Node::Arr { .. } => table(doc, doc.items(value), min_rows, key_presence_pct)?,
+            // Flat rows with one key sequence: every key in every row.
+            Node::Table(_) => {
+                let (t, _) = doc.table(value)?;
+                t.rows >= min_rows && key_presence_pct <= 100
             }
-            table(doc, doc.items(&rows.value), min_rows, key_presence_pct)
+            _ => false,
+        };
+        if found {
+            return Some(true);
         }
-        _ => Some(false),
     }
+    Some(false)
 }
 
 fn table(doc: &Doc<'_>, rows: &[Node<'_>], min_rows: usize, key_presence_pct: u64) -> Option<bool> {

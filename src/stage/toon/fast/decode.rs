@@ -7,11 +7,17 @@
 //! headers `key[N<:?><delim?>]{fields}:` with nested field groups (§6, §9.3,
 //! §9.4), tabular rows and keyed entry rows counted against `N` (§9.3, §9.5,
 //! §14), inline arrays, `key: []`, `key:` over a nested object or an empty
-//! one (§8), and primitive tokens (§4, §7). The JSON tree only says what
+//! one (§8), list items counted against `N` (§9.2, §9.4): `- value`,
+//! `- [M]: …`, a bare `-` for an empty object, an object item's first field
+//! on its hyphen line with what is under that field two levels in and the
+//! other fields one level in (§10), and primitive tokens (§4, §7). A table
+//! the parser kept as its lines ([`super::tree::Table`]) is read as its
+//! header and exactly those lines, each verified against its row when it
+//! was written. The JSON tree only says what
 //! each decoded value must equal — same type, same key in the same place,
 //! same count, numbers equal as exact decimals, strings equal — and that
 //! nothing is left over on either side. Anything outside those forms is
-//! refused rather than guessed at (list items, comments, blank lines, tabs
+//! refused rather than guessed at (comments, blank lines, tabs
 //! or odd indentation, a delimiter other than the configured one), and so is
 //! every token a conforming encoder would not write bare: an unquoted token
 //! `needs_quoting` flags (it could read differently elsewhere), a number
@@ -29,7 +35,7 @@ use toon_format::types::{EncodeOptions, Indent, Number as ToonNumber};
 use toon_format::utils::{format_canonical_number, unescape_string};
 
 use super::emit::{first_special, is_keyword, needs_quotes, needs_quotes_plain, special_bytes_of};
-use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node};
+use super::tree::{key_eq, same_number, short_eq, Doc, Member, Node, Table};
 
 /// Field groups nested deeper than toon-format's own bound are refused.
 const MAX_DEPTH: usize = 256;
@@ -144,7 +150,7 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
     }
 
     /// §5: `[]`, a keyless header, or the root object's fields.
-    fn document(&mut self, expected: &Node<'j>) -> Option<()> {
+    fn document(&mut self, expected: &'d Node<'j>) -> Option<()> {
         let Some(first) = self.lines.first() else {
             return self.object_of(expected)?.is_empty().then_some(());
         };
@@ -159,7 +165,7 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         if content.starts_with('[') {
             self.pos = 1;
             let header = self.header(content)?;
-            return self.announced(header, 0, expected);
+            return self.announced(header, 1, expected);
         }
         self.object(0, self.object_of(expected)?)
     }
@@ -180,13 +186,15 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
             }
             let content = line.content;
             self.pos += 1;
-            self.field(content, depth, expected.next()?)?;
+            self.field(content, depth + 1, expected.next()?)?;
         }
         expected.next().is_none().then_some(())
     }
 
-    /// One field line and whatever lines belong to it.
-    fn field(&mut self, content: &'t str, depth: usize, member: &'d Member<'j>) -> Option<()> {
+    /// One field line and whatever lines belong to it, which sit at
+    /// `under` (one level in for an object's field, two for a list
+    /// item's first field, §10).
+    fn field(&mut self, content: &'t str, under: usize, member: &'d Member<'j>) -> Option<()> {
         let (key, rest) = key_token(content)?;
         if !key_eq(&key, &member.key) {
             return None;
@@ -194,15 +202,15 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         let expected = &member.value;
         if rest.starts_with('[') {
             let header = self.header(rest)?;
-            return self.announced(header, depth, expected);
+            return self.announced(header, under, expected);
         }
         if rest == ":" {
             // A nested object (§8), or an empty one when nothing deeper
             // follows.
             let members = self.object_of(expected)?;
             return match self.peek_depth() {
-                Some(d) if d == depth + 1 => self.object(depth + 1, members),
-                Some(d) if d > depth + 1 => None,
+                Some(d) if d == under => self.object(under, members),
+                Some(d) if d > under => None,
                 _ => members.is_empty().then_some(()),
             };
         }
@@ -216,21 +224,47 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
         header(text, self.delim)
     }
 
-    /// The value a header announces, with its rows when it has any.
-    fn announced(&mut self, header: Header<'t>, depth: usize, expected: &Node<'j>) -> Option<()> {
+    /// The value a header announces, with its rows or items, which sit
+    /// at `under`, when it has any.
+    fn announced(
+        &mut self,
+        header: Header<'t>,
+        under: usize,
+        expected: &'d Node<'j>,
+    ) -> Option<()> {
         match (header.fields, header.keyed) {
             (Some(fields), keyed) => {
                 if !header.after.is_empty() {
                     return None;
+                }
+                if let Some((table, keys)) = self.json.table(expected) {
+                    return (!keyed)
+                        .then_some(())
+                        .and_then(|()| self.table_lines(header.len, &fields, under, table, keys));
                 }
                 let (rows, entries) = if keyed {
                     (&[][..], Some(self.object_of(expected)?))
                 } else {
                     (self.items_of(expected)?, None)
                 };
-                self.rows(header.len, &fields, depth + 1, rows, entries)
+                self.rows(header.len, &fields, under, rows, entries)
             }
             (None, true) => None,
+            (None, false) if header.after.is_empty() => {
+                // A list (§9.2, §9.4): one item per element, or none for
+                // an empty inline array (`[0]:`).
+                let items = self.items_of(expected)?;
+                if items.len() != header.len {
+                    return None;
+                }
+                for item in items {
+                    self.list_item(under, item)?;
+                }
+                if self.peek_depth().is_some_and(|d| d >= under) {
+                    return None;
+                }
+                Some(())
+            }
             (None, false) => {
                 // An inline primitive array (the encoder writes `key: []`
                 // for an empty one).
@@ -251,6 +285,75 @@ impl<'t, 'd, 'j> Decoder<'t, 'd, 'j> {
                 ok.then_some(())
             }
         }
+    }
+
+    /// One list item at `depth` (§9.4, §10): `- value`, `- [M]: …` over
+    /// its own items one level in, a bare `-` for an empty object, or an
+    /// object's first field on the hyphen line and its other fields one
+    /// level in.
+    fn list_item(&mut self, depth: usize, expected: &'d Node<'j>) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
+        let content = line.content;
+        self.pos += 1;
+        if content == "-" {
+            return self.object_of(expected)?.is_empty().then_some(());
+        }
+        let rest = content.strip_prefix("- ")?;
+        match expected {
+            Node::Obj { .. } => {
+                let (first, others) = self.object_of(expected)?.split_first()?;
+                self.field(rest, depth + 2, first)?;
+                self.object(depth + 1, others)
+            }
+            Node::Arr { .. } => {
+                let header = self.header(rest)?;
+                if header.fields.is_some() || header.keyed {
+                    return None;
+                }
+                self.announced(header, depth + 1, expected)
+            }
+            Node::Table(_) => None,
+            _ => primitive_is(rest, self.delim, expected),
+        }
+    }
+
+    /// A table kept as its lines: the header declares its row count and
+    /// its keys as leaf fields, and the next `n` lines at `depth` are its
+    /// lines, byte for byte (each was decoded against its row when it was
+    /// written), then nothing at that depth or deeper.
+    fn table_lines(
+        &mut self,
+        n: usize,
+        fields: &[Field<'t>],
+        depth: usize,
+        table: &'d Table,
+        keys: &'d [Member<'j>],
+    ) -> Option<()> {
+        let same_header = table.rows == n
+            && fields.len() == keys.len()
+            && fields
+                .iter()
+                .zip(keys)
+                .all(|(f, k)| f.children.is_none() && key_eq(&f.name, &k.key));
+        if !same_header {
+            return None;
+        }
+        let mut read = 0;
+        for expected in self.json.lines_of(table) {
+            let line = self.lines.get(self.pos).filter(|l| l.depth == depth)?;
+            if line.content != expected {
+                return None;
+            }
+            self.pos += 1;
+            read += 1;
+        }
+        if read != n || self.peek_depth().is_some_and(|d| d >= depth) {
+            return None;
+        }
+        Some(())
     }
 
     /// Exactly `n` rows at `depth`, then nothing deeper than the header:
@@ -571,7 +674,7 @@ fn bare_is(token: &str, delim: u8, expected: &Node<'_>) -> Option<()> {
                 && (!may_be_number || number(token).is_none())
                 && !needs_quotes_plain(token, char::from(delim))
         }
-        Node::Arr { .. } | Node::Obj { .. } => false,
+        Node::Arr { .. } | Node::Obj { .. } | Node::Table(_) => false,
     };
     same.then_some(())
 }

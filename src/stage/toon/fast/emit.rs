@@ -1,16 +1,21 @@
 //! TOON emission from the borrowed tree, byte for byte what
 //! `toon_format::encode` (0.7, `encode/mod.rs` and `encode/tabular.rs`)
-//! writes, for the forms that need no list items:
+//! writes:
 //! - the root: an array, or an object (keyed tabular at the root, §9.5);
 //! - object fields (§8): `key: value`, `key:` over a nested object, and
 //!   keyed tabular objects `key[N:]{fields}:` (§9.5);
 //! - arrays (§9): `key: []` / `[]` when empty (§9.1), inline primitive
 //!   arrays `key[N]: a,b`, tabular arrays `key[N]{fields}:` with one row per
-//!   line, nested field groups `{a,b{c,d}}` included (§9.3, §9.4).
+//!   line, nested field groups `{a,b{c,d}}` included (§9.3, §9.4), a table
+//!   the parser kept as its lines ([`super::tree::Table`]) alike;
+//! - list forms: arrays of primitive arrays as `- [M]: a,b` items (§9.2),
+//!   any other array as `key[N]:` over one `- ` item per element (§9.4),
+//!   an object item with its first field on the hyphen line and the rest
+//!   one level in (§10; a tabular or keyed first field has its rows two
+//!   levels in), an empty object item as a bare `-`.
 //!
-//! Arrays of arrays and non-uniform arrays take the list form (§9.2, §9.4,
-//! §10), and root primitives are rare and small: for those `emit` answers
-//! `None` and the caller uses the generic encoder. Strings, keys and
+//! Root primitives are rare and small: for those `emit` answers `None` and
+//! the caller uses the generic encoder. Strings, keys and
 //! numbers go through toon-format's own public helpers (`needs_quoting`,
 //! `quote_string`, `is_valid_unquoted_key`, `format_canonical_number`), so
 //! the quoting and number rules cannot drift from the encoder's. Where a
@@ -60,6 +65,7 @@ pub(super) fn emit(doc: &Doc<'_>, options: &EncodeOptions) -> Option<String> {
         .reserve(doc.nodes.len() * 8 + doc.members.len() * 8 + 64);
     match root {
         Node::Arr { .. } => e.array(None, doc.items(root), 0)?,
+        Node::Table(_) => e.lines_table(None, root, 0, 1)?,
         Node::Obj { .. } => {
             let members = doc.object(root)?;
             match e.keyed_fields(members) {
@@ -152,6 +158,7 @@ impl<'e, 'a> Emitter<'e, 'a> {
     fn member(&mut self, key: &str, value: &'e Node<'a>, depth: usize) -> Option<()> {
         match value {
             Node::Arr { .. } => self.array(Some(key), self.doc.items(value), depth),
+            Node::Table(_) => self.lines_table(Some(key), value, depth, depth + 1),
             Node::Obj { .. } => {
                 let members = self.doc.object(value)?;
                 if let Some((entries, fields)) = self.keyed_fields(members) {
@@ -192,16 +199,199 @@ impl<'e, 'a> Emitter<'e, 'a> {
         }
         if items.iter().all(Node::is_primitive) {
             self.line(depth);
+            return self.inline(key, items);
+        }
+        // §9.2: an array of primitive arrays, one inline array per item.
+        let inner_primitive = |v: &Node<'a>| {
+            matches!(v, Node::Arr { .. }) && self.doc.items(v).iter().all(Node::is_primitive)
+        };
+        if items.iter().all(inner_primitive) {
+            self.line(depth);
             self.header(items.len(), key, None, false);
-            self.out.push(' ');
-            return self.cells(items);
+            for v in items {
+                self.line(depth + 1);
+                self.out.push_str("- ");
+                self.inline(None, self.doc.items(v))?;
+            }
+            return Some(());
         }
-        let mut rows = Vec::with_capacity(items.len());
+        if items.iter().all(|v| matches!(v, Node::Obj { .. })) {
+            let mut rows = Vec::with_capacity(items.len());
+            for v in items {
+                rows.push(self.doc.object(v)?);
+            }
+            if let Some(fields) = self.extract_fields(&rows, 0) {
+                return self.table(key, &rows, &fields, None, depth);
+            }
+        }
+        // §9.4: anything else, one list item per element.
+        self.line(depth);
+        self.header(items.len(), key, None, false);
         for v in items {
-            rows.push(self.doc.object(v)?);
+            self.list_item(v, depth + 1)?;
         }
-        let fields = self.extract_fields(&rows, 0)?;
-        self.table(key, &rows, &fields, None, depth)
+        Some(())
+    }
+
+    /// An inline primitive array's header and cells, on the current line:
+    /// `key[N]: a,b`, or `[0]:` for an empty one (only an item meets
+    /// that: a field's or the root's empty array is `key: []` / `[]`).
+    fn inline(&mut self, key: Option<&str>, items: &[Node<'_>]) -> Option<()> {
+        self.header(items.len(), key, None, false);
+        if items.is_empty() {
+            return Some(());
+        }
+        self.out.push(' ');
+        self.cells(items)
+    }
+
+    /// One element of a list-form array at `depth` (§9.4, §10):
+    /// `- value`, `- [M]: …` over its own items, or an object item.
+    fn list_item(&mut self, value: &'e Node<'a>, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match value {
+            Node::Arr { .. } => {
+                let items = self.doc.items(value);
+                self.line(depth);
+                self.out.push_str("- ");
+                if items.iter().all(Node::is_primitive) {
+                    return self.inline(None, items);
+                }
+                // A keyless header with fields is the root's alone (§9.4):
+                // an item's array of objects is a list too.
+                self.header(items.len(), None, None, false);
+                for v in items {
+                    self.list_item(v, depth + 1)?;
+                }
+                Some(())
+            }
+            Node::Obj { .. } => self.object_item(self.doc.object(value)?, depth),
+            // The parser keeps no array item as a table.
+            Node::Table(_) => None,
+            _ => {
+                self.line(depth);
+                self.out.push_str("- ");
+                self.primitive(value)
+            }
+        }
+    }
+
+    /// An object as a list item (§10): a bare `-` when empty; else its
+    /// first field on the hyphen line, whatever is under that field two
+    /// levels in (a table's rows, a keyed table's entries, a list's
+    /// items, a nested object's fields), and the other fields one level in.
+    fn object_item(&mut self, members: &'e [Member<'a>], depth: usize) -> Option<()> {
+        let Some((first, rest)) = members.split_first() else {
+            self.line(depth);
+            self.out.push('-');
+            return Some(());
+        };
+        let key = first.key.as_ref();
+        let value = &first.value;
+        match value {
+            Node::Table(_) => {
+                self.line(depth);
+                self.out.push_str("- ");
+                self.lines_table_header(Some(key), value)?;
+                self.table_lines(value, depth + 2)?;
+            }
+            Node::Arr { .. } => {
+                let items = self.doc.items(value);
+                let rows: Option<Vec<&'e [Member<'a>]>> = if items.is_empty() {
+                    None
+                } else {
+                    items.iter().map(|v| self.doc.object(v)).collect()
+                };
+                let tabular = rows.and_then(|rows| {
+                    let fields = self.extract_fields(&rows, 0)?;
+                    Some((rows, fields))
+                });
+                self.line(depth);
+                self.out.push_str("- ");
+                if let Some((rows, fields)) = tabular {
+                    self.header(rows.len(), Some(key), Some(&fields), false);
+                    self.rows(&rows, &fields, None, depth + 2)?;
+                } else if items.is_empty() {
+                    self.key(key);
+                    self.out.push_str(": []");
+                } else if items.iter().all(Node::is_primitive) {
+                    self.inline(Some(key), items)?;
+                } else {
+                    self.header(items.len(), Some(key), None, false);
+                    for v in items {
+                        self.list_item(v, depth + 2)?;
+                    }
+                }
+            }
+            Node::Obj { .. } => {
+                let nested = self.doc.object(value)?;
+                self.line(depth);
+                self.out.push_str("- ");
+                if let Some((entries, fields)) = self.keyed_fields(nested) {
+                    self.header(entries.len(), Some(key), Some(&fields), true);
+                    self.rows(&entries, &fields, Some(nested), depth + 2)?;
+                } else {
+                    self.key(key);
+                    self.out.push(':');
+                    if !nested.is_empty() {
+                        self.fields(nested, depth + 2)?;
+                    }
+                }
+            }
+            _ => {
+                self.line(depth);
+                self.out.push_str("- ");
+                self.key(key);
+                self.out.push_str(": ");
+                self.primitive(value)?;
+            }
+        }
+        for m in rest {
+            self.member(&m.key, &m.value, depth + 1)?;
+        }
+        Some(())
+    }
+
+    /// A table kept as its lines ([`super::tree::Table`]): its header at
+    /// `depth` (§9.3: `key[N]{fields}:`, every field a leaf), its lines at
+    /// `rows_depth`.
+    fn lines_table(
+        &mut self,
+        key: Option<&str>,
+        node: &Node<'a>,
+        depth: usize,
+        rows_depth: usize,
+    ) -> Option<()> {
+        self.line(depth);
+        self.lines_table_header(key, node)?;
+        self.table_lines(node, rows_depth)
+    }
+
+    fn lines_table_header(&mut self, key: Option<&str>, node: &Node<'a>) -> Option<()> {
+        let (table, keys) = self.doc.table(node)?;
+        let fields: Vec<Field<'_>> = keys
+            .iter()
+            .map(|m| Field {
+                name: m.key.as_ref(),
+                children: None,
+            })
+            .collect();
+        self.header(table.rows, key, Some(&fields), false);
+        Some(())
+    }
+
+    fn table_lines(&mut self, node: &Node<'a>, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let (table, _) = self.doc.table(node)?;
+        for line in self.doc.lines_of(table) {
+            self.line(depth);
+            self.out.push_str(line);
+        }
+        Some(())
     }
 
     /// A header and one line of cells per row: tabular arrays (§9.3), or
@@ -217,8 +407,23 @@ impl<'e, 'a> Emitter<'e, 'a> {
     ) -> Option<()> {
         self.line(depth);
         self.header(rows.len(), key, Some(fields), entries.is_some());
+        self.rows(rows, fields, entries, depth + 1)
+    }
+
+    /// A table's rows at `depth`, one line each, `entry: ` first on a
+    /// keyed table's (§9.5).
+    fn rows(
+        &mut self,
+        rows: &[&'e [Member<'a>]],
+        fields: &[Field<'_>],
+        entries: Option<&[Member<'_>]>,
+        depth: usize,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
         for (i, row) in rows.iter().enumerate() {
-            self.line(depth + 1);
+            self.line(depth);
             if let Some(entries) = entries {
                 self.key(&entries.get(i)?.key);
                 self.out.push_str(": ");
@@ -377,7 +582,7 @@ pub(super) fn push_primitive(out: &mut String, v: &Node<'_>, delim: char) -> Opt
                 push_quoted(out, s);
             }
         }
-        Node::Arr { .. } | Node::Obj { .. } => return None,
+        Node::Arr { .. } | Node::Obj { .. } | Node::Table(_) => return None,
     }
     Some(())
 }

@@ -8,8 +8,9 @@
 //! table that turns out otherwise, goes the tree's way:
 //!
 //! ```text
-//! text ─► parse (borrowed tree, duplicate keys refused)
-//!      ─► classify (adaptive) ─► exact (numbers, key order)
+//! text ─► parse (borrowed tree, duplicate keys refused; a table of flat
+//!         rows where TOON writes tables kept as its rows' lines, lines.rs)
+//!      ─► classify (adaptive: a table anywhere) ─► exact (numbers, key order)
 //!      ─► emit (toon-format's forms and helpers) ─► header, size checks
 //!      ─► verify: decode the emitted text, comparing as it goes
 //! ```
@@ -17,27 +18,31 @@
 //! `verify: true` keeps its meaning: the emitted text is decoded on its own
 //! terms (`decode.rs`, strict, sharing no state with the emitter) and must
 //! read back as exactly the parsed JSON value, or the block goes to the
-//! generic path, whose verification is `toon_format::decode`.
+//! generic path, whose verification is `toon_format::decode`. A table kept
+//! as lines was decoded line by line as it was written.
 //!
-//! In adaptive mode the blocks that pass the classifier take only two
-//! forms — a root tabular array, or an object of primitive fields and one
-//! tabular array — and both are written here; always mode meets the rest.
+//! Both ways read whitespace between tokens as they go (RFC 8259 §2), and
+//! count it: a text measured as its compact form (`sizes: None`, for the
+//! pipeline's blocks the clean stage would only compact) gets that form's
+//! sizes from its own reading, and the compact text is never made.
 //!
 //! Every step either gives the generic path's answer or says
 //! `Fast::Fallback` (or `Fast::Unwritten`, past the gates), and then the
 //! generic path runs from the start. It
 //! falls back on: text its parser leaves to serde_json (invalid JSON, lone
-//! surrogate escapes, nesting past 100, duplicate keys), shapes whose TOON
-//! needs list items (arrays of arrays, non-uniform arrays of objects, such
-//! as tables whose rows do not share one key list, which the gates still
-//! classify here) or a root primitive, and any emission its own decoder
-//! does not read back as the same value. The differential tests hold both paths to identical
-//! results — emissions and refusals — over the spec fixtures and generated
-//! documents.
+//! surrogate escapes, nesting past 100, duplicate keys), a root primitive,
+//! and any emission its own decoder does not read back as the same value
+//! (field groups whose rows list their keys in different orders, which
+//! toon-format writes in the first row's order). Every other form is
+//! written here: tables wherever they sit (§9.3), objects (§8), keyed
+//! tables (§9.5), inline arrays and the list forms (§9.2, §9.4, §10). The
+//! differential tests hold both paths to identical results — emissions and
+//! refusals — over the spec fixtures and generated documents.
 
 mod check;
 mod decode;
 mod emit;
+mod lines;
 mod number;
 
 mod parse;
@@ -51,7 +56,7 @@ use crate::config::{Mode, ToonSettings};
 use crate::marker;
 use crate::outcome::Reason;
 
-use super::{smaller_enough, Emission};
+use super::{smaller_enough, Emission, Sizes};
 
 /// What the fast path made of a block.
 #[derive(Debug, PartialEq)]
@@ -68,23 +73,44 @@ pub(super) enum Fast {
 
 /// [`super::encode`] after its cheap early checks (mode, marker, minimum
 /// size), which the caller has already made.
-pub(super) fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Fast {
+///
+/// `sizes: None` measures the text as its compact form (RFC 8259 §2: the
+/// text without the whitespace between its tokens), from what the parse
+/// counted as it read the text ([`parse::Counts`]); the size checks then
+/// come last, `min_bytes` first among them, and a text the parse did not
+/// read whole is `Fallback`.
+pub(super) fn encode(text: &str, sizes: Option<Sizes>, s: &ToonSettings) -> Fast {
     let options = EncodeOptions::default();
-    if let stream::Streamed::Done(result) = stream::encode(text, wire_len, s, &options) {
+    if let stream::Streamed::Done(result) = stream::encode(text, sizes, s, &options) {
         return Fast::Done(result);
     }
-    encode_on_tree(text, wire_len, s, &options)
+    encode_on_tree(text, sizes, s, &options)
 }
 
 /// [`encode`] without the streamed path: the whole text parsed into one
-/// tree first.
-fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &EncodeOptions) -> Fast {
+/// tree first (its tables of flat rows as their lines, [`tree::Table`]).
+fn encode_on_tree(
+    text: &str,
+    sizes: Option<Sizes>,
+    s: &ToonSettings,
+    options: &EncodeOptions,
+) -> Fast {
     let adaptive = s.mode == Mode::Adaptive;
-    if adaptive && parse::certainly_not_tabular(text) {
+    if adaptive && parse::certainly_not_tabular(text, s.min_rows) {
         return Fast::Done(Err(Reason::NotTabular));
     }
-    let Some(doc) = parse::parse(text) else {
+    let Some((doc, counts)) = parse::parse_with(text, lines::Rows::new(options, s.verify)) else {
         return Fast::Fallback;
+    };
+    let sizes = match sizes {
+        Some(sizes) => sizes,
+        None => match counts.sizes(text) {
+            Some(sizes) if adaptive && sizes.len < s.min_bytes => {
+                return Fast::Done(Err(Reason::BelowMinBytes))
+            }
+            Some(sizes) => sizes,
+            None => return Fast::Fallback,
+        },
     };
     if adaptive {
         match check::classify(&doc, s.min_rows, s.key_presence_pct) {
@@ -100,11 +126,11 @@ fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &Encod
         return Fast::Unwritten;
     };
     let emission = marker::wrap(&toon, s.header, &s.marker);
-    if adaptive && !smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+    if adaptive && !smaller_enough(sizes.len, emission.len(), s.min_savings_pct) {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
     let wire = wire_size(&emission);
-    if adaptive && wire > wire_len {
+    if adaptive && wire > sizes.wire {
         return Fast::Done(Err(Reason::BelowThreshold));
     }
     // Duplicate keys: the parser refused them, so the generic path counts
@@ -115,6 +141,7 @@ fn encode_on_tree(text: &str, wire_len: usize, s: &ToonSettings, options: &Encod
     Fast::Done(Ok(Emission {
         text: emission,
         wire,
+        replaced: sizes,
     }))
 }
 
@@ -149,7 +176,7 @@ fn decodes_to(toon: &str, json: &tree::Doc<'_>, options: &EncodeOptions) -> bool
 /// write, a number TOON cannot carry). No exactness gate on key order: this
 /// is the encoder alone, for differential tests and benchmarks.
 pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
-    let doc = parse::parse(text)?;
+    let (doc, _) = parse::parse_with(text, lines::Rows::new(options, false))?;
     if doc
         .all_values()
         .any(|v| matches!(v, tree::Node::Num(raw) if number::canonical(raw).is_none()))
@@ -163,7 +190,7 @@ pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
 /// when the fast parser leaves `text` to serde_json). For tests and
 /// benchmarks.
 pub fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
-    let doc = parse::parse(text)?;
+    let (doc, _) = parse::parse_with(text, lines::Rows::new(options, true))?;
     Some(decodes_to(toon, &doc, options))
 }
 

@@ -7,11 +7,16 @@
 //! [`MAX_NESTING`] (serde_json stops at 128), and duplicate keys (a
 //! `serde_json::Value` keeps one of them; the generic path refuses the
 //! block, counted as such).
+//!
+//! Asked to ([`parse_with`]), it keeps an array of flat rows where TOON
+//! writes tables as its rows' lines ([`Table`]), and it counts what the
+//! text holds besides the tokens of its compact form ([`Counts`]).
 
 use indexmap::IndexMap;
 use std::borrow::Cow;
 
-use super::tree::{key_eq, Doc, Member, Node};
+use super::lines::Rows;
+use super::tree::{key_eq, Doc, Member, Node, Table};
 
 /// Arrays and objects nested deeper than this are left to serde_json.
 const MAX_NESTING: usize = 100;
@@ -42,9 +47,55 @@ pub(super) fn may_stop(word: u64) -> bool {
 /// How many distinct key lists the duplicate check remembers.
 const RECENT: usize = 8;
 
+/// What a text holds besides the tokens its compact form keeps, counted
+/// as it is read: the whitespace between tokens (RFC 8259 §2), which
+/// compaction takes out, and the quotes and backslashes, which the compact
+/// text's JSON string literal escapes (a valid text has no other byte a
+/// literal escapes once its layout is gone, §7). A text read whole gives
+/// its compact form's sizes without a pass of their own
+/// ([`Counts::sizes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Counts {
+    pub spaces: usize,
+    pub quoted: usize,
+    /// A `\u` escape of a character other than a control was read: how
+    /// compaction spells one is its own business, so the sizes are not
+    /// known.
+    pub respelled: bool,
+}
+
+impl Counts {
+    pub(super) fn add(&mut self, other: Counts) {
+        self.spaces += other.spaces;
+        self.quoted += other.quoted;
+        self.respelled |= other.respelled;
+    }
+
+    /// The compact form's sizes, for the whole of `text` read.
+    pub(super) fn sizes(&self, text: &str) -> Option<super::Sizes> {
+        if self.respelled {
+            return None;
+        }
+        let len = text.len().checked_sub(self.spaces)?;
+        Some(super::Sizes {
+            len,
+            wire: 2 + len + self.quoted,
+        })
+    }
+}
+
 /// Parses exactly one JSON value surrounded by optional whitespace.
+#[cfg(test)]
 pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
+    parse_with(text, None).map(|(doc, _)| doc)
+}
+
+/// [`parse`], keeping the tables of flat rows it meets where TOON writes
+/// tables as their lines, written by `rows` ([`super::tree::Table`]);
+/// with what it counted of the text's layout.
+pub(super) fn parse_with(text: &str, rows: Option<Rows>) -> Option<(Doc<'_>, Counts)> {
     let mut p = Parser::new(text);
+    p.rows = rows;
     // Tabular JSON holds about one member per 12 bytes. Reserving that much
     // up front saves regrowth copies on small blocks; on large ones the
     // reservation is capped (about 1.2 MB), since a block that turns out
@@ -56,48 +107,39 @@ pub(super) fn parse(text: &str) -> Option<Doc<'_>> {
     if matches!(p.peek(), Some(b'[' | b'{')) {
         p.doc.members.reserve(text.len().min(1 << 18) / 12);
     }
-    let root = p.value()?;
+    let root = p.value_at(true)?;
     p.skip_ws();
     if p.pos != p.bytes.len() {
         return None;
     }
     p.doc.root = Some(root);
-    Some(p.doc)
+    Some((p.doc, p.counts))
 }
 
-/// Keys an object may have for [`certainly_not_tabular`] to check it for
-/// duplicates itself (pairwise); an object with more leaves the text to
-/// the tree path.
-const SKIM_KEYS: usize = 16;
-
 /// Whether `text` is certainly no table, found without building its tree:
-/// `true` only when the stage's answer is `NotTabular`. The root and the
-/// first row decide that — a root that is neither an array nor an object
-/// of primitive fields around exactly one array, or a first row that is no
-/// non-empty object or holds an array at any depth (its column is then
-/// neither primitives nor a field group, §9.3–§9.4) — and the rest of the
-/// text is only checked as [`parse`] checks it (grammar, nesting bound,
-/// escapes), so that serde_json reads it too. Duplicate keys are looked
-/// for only where they could change that decision: in the root object and
-/// the first row. Elsewhere [`parse`] refuses them and the generic path,
-/// whose `Value` keeps one of each, finds the same root and first row, so
-/// no table either. Any other text stops at its first row with `false`,
-/// and the tree path decides as before.
+/// `true` only when the stage's answer is `NotTabular`. A table is an
+/// array of at least `min_rows` non-empty objects anywhere in the value
+/// (§9.3; the classifier's rule), and a row that is or holds an array, at
+/// any depth, rules its array out (its column is then neither primitives
+/// nor a field group, §9.3–§9.4). So one pass that finds no array whose
+/// items are `min_rows` or more non-empty objects holding no array finds
+/// no table, and the rest of the text is only checked as [`parse`] checks
+/// it (grammar, nesting bound, escapes), so that serde_json reads it too.
+/// Duplicate keys matter only in an object that holds an array: the
+/// generic path's `Value` keeps one member of each key, so such an object
+/// may hold none there; the skim then leaves the text to the tree path.
+/// It stops, leaving the text to the tree path, at the first array whose
+/// first `min_rows` items (one at least) are such objects: a likely table,
+/// which the tree path reads anyway.
 ///
 /// A JSON document that is no table is the commonest tool result after
 /// prose, and the tree path built its whole tree only to refuse it: on the
 /// bench's 64 KB non-tabular result, natively, the tree parse took 58.8M
-/// instructions per 50 exchanges (half of the request's), this 38.5M.
-pub(super) fn certainly_not_tabular(text: &str) -> bool {
+/// instructions per 50 exchanges (half of the request's), the skim 38.5M.
+pub(super) fn certainly_not_tabular(text: &str, min_rows: usize) -> bool {
     let mut p = Parser::new(text);
     p.skip_ws();
-    let no_table = match p.peek() {
-        Some(b'[') => p.skim_rows(),
-        Some(b'{') => p.skim_envelope(),
-        Some(_) => p.skim(false).map(|_| true),
-        None => None,
-    };
-    if no_table != Some(true) {
+    if p.skim(min_rows.max(1)).is_none() {
         return false;
     }
     p.skip_ws();
@@ -147,11 +189,12 @@ impl<'a> Cursor<'a> {
         keys: &[KeyLiteral<'a>],
         out: &mut Vec<Member<'a>>,
     ) -> Option<()> {
-        let start = self.p.pos;
+        let (start, counts) = (self.p.pos, self.p.counts);
         out.clear();
         let read = self.p.row_of(keys, out);
         if read.is_none() {
             self.p.pos = start;
+            self.p.counts = counts;
         }
         read
     }
@@ -189,9 +232,16 @@ impl<'a> Cursor<'a> {
         (self.p.text, self.p.pos)
     }
 
-    /// Moves the cursor past a row [`super::row`] read.
-    pub(super) fn skip_to(&mut self, pos: usize) {
+    /// Moves the cursor past a row [`super::row`] read, with what it
+    /// counted.
+    pub(super) fn skip_to(&mut self, pos: usize, counts: Counts) {
         self.p.pos = pos;
+        self.p.counts.add(counts);
+    }
+
+    /// What the cursor counted of the text's layout so far.
+    pub(super) fn counts(&self) -> Counts {
+        self.p.counts
     }
 
     /// Forgets every member committed past the first `members` (and every
@@ -245,6 +295,11 @@ impl<'a> KeyLiteral<'a> {
 }
 
 impl KeyLiteral<'_> {
+    /// Bytes of the key's literal, quotes included.
+    pub(super) fn len(&self) -> usize {
+        self.key.len() + 2
+    }
+
     /// Where the text goes on after this key's literal, when `b` holds it
     /// at `at`.
     pub(super) fn after(&self, b: &[u8], at: usize) -> Option<usize> {
@@ -284,6 +339,12 @@ struct Parser<'a> {
     next_recent: usize,
     /// The keys of the objects [`certainly_not_tabular`] is inside.
     skim_keys: Vec<Cow<'a, str>>,
+    counts: Counts,
+    /// Tables of flat rows are kept as their lines, written so
+    /// ([`Parser::flat_table`]); `None`: as any other array.
+    rows: Option<Rows>,
+    /// A flat table's later row read the general way.
+    row_scratch: Vec<Member<'a>>,
 }
 
 impl<'a> Parser<'a> {
@@ -299,6 +360,9 @@ impl<'a> Parser<'a> {
             recent: [(0, 0); RECENT],
             next_recent: 0,
             skim_keys: Vec::new(),
+            counts: Counts::default(),
+            rows: None,
+            row_scratch: Vec::new(),
         }
     }
 
@@ -307,9 +371,11 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_ws(&mut self) {
+        let start = self.pos;
         while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
             self.pos += 1;
         }
+        self.counts.spaces += self.pos - start;
     }
 
     fn eat(&mut self, b: u8) -> Option<()> {
@@ -322,8 +388,16 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self) -> Option<Node<'a>> {
+        self.value_at(false)
+    }
+
+    /// A value; `field`: where TOON writes an array of objects as a table
+    /// (a member's value, the root; never an array's item, §9.4), so that
+    /// a table of flat rows may be kept as its lines.
+    fn value_at(&mut self, field: bool) -> Option<Node<'a>> {
         match self.peek()? {
             b'{' => self.object(),
+            b'[' if field && self.rows.is_some() => self.table_or_array(),
             b'[' => self.array(),
             b'"' => self.string().map(Node::Str),
             b't' => self.literal(b"true", Node::Bool(true)),
@@ -429,6 +503,7 @@ impl<'a> Parser<'a> {
     /// A string literal (RFC 8259 §7), the opening quote at `pos`.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         self.pos += 1;
+        self.counts.quoted += 2;
         let start = self.pos;
         match self.skip_to_special()? {
             b'"' => {
@@ -459,6 +534,7 @@ impl<'a> Parser<'a> {
         self.pos += 1; // the backslash
         let esc = self.peek()?;
         self.pos += 1;
+        self.counts.quoted += 1 + usize::from(matches!(esc, b'"' | b'\\'));
         match esc {
             b'"' => Some('"'),
             b'\\' => Some('\\'),
@@ -470,6 +546,9 @@ impl<'a> Parser<'a> {
             b't' => Some('\t'),
             b'u' => {
                 let unit = self.hex4()?;
+                // A control character stays escaped in any compact
+                // spelling (RFC 8259 §7); another character may not.
+                self.counts.respelled |= unit >= 0x20;
                 let code = match unit {
                     0xD800..=0xDBFF => {
                         // A high surrogate must be followed by an escaped
@@ -514,6 +593,7 @@ impl<'a> Parser<'a> {
             }
             let key = literal.key;
             self.pos = literal.after(self.bytes, self.pos)?;
+            self.counts.quoted += 2;
             self.skip_ws();
             self.eat(b':')?;
             self.skip_ws();
@@ -551,91 +631,14 @@ impl<'a> Parser<'a> {
             && self.bytes.get(end) == Some(&b'"')
     }
 
-    /// The array at `pos` read as a table's rows: `Some(true)` when its
-    /// first row already rules a table out, the whole array then checked;
-    /// `Some(false)` when it does not (the cursor stops there); `None` when
-    /// [`parse`] would refuse it.
-    fn skim_rows(&mut self) -> Option<bool> {
-        self.enter()?;
-        self.pos += 1;
-        self.skip_ws();
-        if self.eat(b']').is_none() {
-            let first_rules_out = match self.peek()? {
-                b'{' => {
-                    let (arrays, empty) = self.skim_object(true)?;
-                    arrays || empty
-                }
-                _ => self.skim(false).map(|_| true)?,
-            };
-            if !first_rules_out {
-                return Some(false);
-            }
-            self.skim_items(false)?;
-        }
-        self.depth -= 1;
-        Some(true)
-    }
-
-    /// A root object read as a paged envelope (primitive fields around one
-    /// array of rows), answered as [`Parser::skim_rows`].
-    fn skim_envelope(&mut self) -> Option<bool> {
-        self.enter()?;
-        self.pos += 1;
-        let mark = self.skim_keys.len();
-        let mut arrays = 0;
-        let mut ruled_out = false;
-        self.skip_ws();
-        if self.eat(b'}').is_none() {
-            loop {
-                self.skim_key(mark, true)?;
-                match self.peek()? {
-                    b'[' if arrays == 0 && !ruled_out => {
-                        arrays += 1;
-                        if !self.skim_rows()? {
-                            return Some(false);
-                        }
-                        ruled_out = true;
-                    }
-                    b'[' => {
-                        arrays += 1;
-                        self.skim(false)?;
-                        ruled_out = true;
-                    }
-                    b'{' => {
-                        self.skim(false)?;
-                        ruled_out = true;
-                    }
-                    _ => {
-                        self.skim(false)?;
-                    }
-                }
-                if !self.skim_next(b'}')? {
-                    break;
-                }
-            }
-        }
-        self.skim_keys.truncate(mark);
-        self.depth -= 1;
-        Some(ruled_out || arrays == 0)
-    }
-
-    /// One value checked as [`Parser::value`] checks it, nothing kept,
-    /// its objects' keys checked for duplicates when `checked`: whether it
-    /// is or holds an array.
-    fn skim(&mut self, checked: bool) -> Option<bool> {
+    /// One value checked as [`Parser::value`] checks it, nothing kept
+    /// (see [`certainly_not_tabular`]): whether it is or holds an array;
+    /// `None` where [`parse`] would refuse it, where an object that holds
+    /// an array has a key twice, and at a likely table (`rows` items).
+    fn skim(&mut self, rows: usize) -> Option<bool> {
         match self.peek()? {
-            b'{' => self.skim_object(checked).map(|(arrays, _)| arrays),
-            b'[' => {
-                self.enter()?;
-                self.pos += 1;
-                self.skip_ws();
-                if self.eat(b']').is_none() {
-                    self.skim(checked)?;
-                    self.skim_items(checked)?;
-                }
-                self.depth -= 1;
-                Some(true)
-            }
+            b'{' => self.skim_object(rows).map(|(arrays, _)| arrays),
+            b'[' => self.skim_array(rows),
             b'"' => self.skip_string().map(|_| false),
             b't' => self.literal(b"true", Node::Null).map(|_| false),
             b'f' => self.literal(b"false", Node::Null).map(|_| false),
@@ -645,12 +648,33 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The items after an array's first, through its closing bracket.
-    fn skim_items(&mut self, checked: bool) -> Option<()> {
-        while self.skim_next(b']')? {
-            self.skim(checked)?;
+    /// An array; `None` once its first `rows` items are non-empty objects
+    /// holding no array.
+    fn skim_array(&mut self, rows: usize) -> Option<bool> {
+        self.enter()?;
+        self.pos += 1;
+        let (mut items, mut plain) = (0usize, true);
+        self.skip_ws();
+        if self.eat(b']').is_none() {
+            loop {
+                if self.peek()? == b'{' {
+                    let (arrays, empty) = self.skim_object(rows)?;
+                    plain &= !empty && !arrays;
+                } else {
+                    plain = false;
+                    self.skim(rows)?;
+                }
+                items += 1;
+                if plain && items >= rows {
+                    return None;
+                }
+                if !self.skim_next(b']')? {
+                    break;
+                }
+            }
         }
-        Some(())
+        self.depth -= 1;
+        Some(true)
     }
 
     /// After a value in a container: `Some(true)` past a comma (the next
@@ -667,9 +691,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// An object checked as [`Parser::skim`] checks a value: whether it
-    /// holds an array at any depth, and whether it is empty.
-    fn skim_object(&mut self, checked: bool) -> Option<(bool, bool)> {
+    /// An object: whether it holds an array, and whether it is empty.
+    fn skim_object(&mut self, rows: usize) -> Option<(bool, bool)> {
         self.enter()?;
         self.pos += 1;
         let mark = self.skim_keys.len();
@@ -678,44 +701,205 @@ impl<'a> Parser<'a> {
         let empty = self.eat(b'}').is_some();
         if !empty {
             loop {
-                self.skim_key(mark, checked)?;
-                arrays |= self.skim(checked)?;
+                self.skip_ws();
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let key = self.string()?;
+                self.skim_keys.push(key);
+                self.skip_ws();
+                self.eat(b':')?;
+                self.skip_ws();
+                arrays |= self.skim(rows)?;
                 if !self.skim_next(b'}')? {
                     break;
                 }
             }
+        }
+        let keys = self.skim_keys.get(mark..)?;
+        if arrays && any_duplicate(keys, |k| k.as_ref()) {
+            return None;
         }
         self.skim_keys.truncate(mark);
         self.depth -= 1;
         Some((arrays, empty))
     }
 
-    /// A member's key and colon; when `checked`, `None` for a key the
-    /// object already has or past [`SKIM_KEYS`] keys.
-    fn skim_key(&mut self, mark: usize, checked: bool) -> Option<()> {
-        self.skip_ws();
-        if self.peek()? != b'"' {
-            return None;
-        }
-        if !checked {
-            self.skip_string()?;
-        } else {
-            let key = self.string()?;
-            let earlier = self.skim_keys.get(mark..)?;
-            if earlier.len() >= SKIM_KEYS || earlier.contains(&key) {
-                return None;
-            }
-            self.skim_keys.push(key);
-        }
-        self.skip_ws();
-        self.eat(b':')?;
-        self.skip_ws();
-        Some(())
-    }
-
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
         (self.depth <= MAX_NESTING).then_some(())
+    }
+
+    /// An array where TOON writes tables: a table of flat rows, kept as
+    /// its lines ([`Parser::flat_table`]), or else any array, read again
+    /// from its bracket. The first reading stops at the first value that
+    /// is no flat row (or at the first row, for an array of anything
+    /// else) and never enters a nested container, so no byte is read more
+    /// than twice, however deep the arrays nest.
+    fn table_or_array(&mut self) -> Option<Node<'a>> {
+        let mark = (self.pos, self.depth, self.counts);
+        let kept = (
+            self.doc.members.len(),
+            self.doc.lines.len(),
+            self.doc.tables.len(),
+            self.member_scratch.len(),
+        );
+        if let Some(table) = self.flat_table() {
+            return Some(table);
+        }
+        (self.pos, self.depth, self.counts) = mark;
+        self.doc.members.truncate(kept.0);
+        self.doc.lines.truncate(kept.1);
+        self.doc.tables.truncate(kept.2);
+        self.member_scratch.truncate(kept.3);
+        self.array()
+    }
+
+    /// The array at `pos` as a table of flat rows ([`Table`]): its first
+    /// row a non-empty object of primitives without duplicate keys, every
+    /// later row the same keys in the same order (however spelled), each
+    /// row's line written as it is read (plain rows the short way,
+    /// [`super::row`]); `None` at the first value that is not such a row
+    /// or whose line cannot be written.
+    fn flat_table(&mut self) -> Option<Node<'a>> {
+        let rows = self.rows?;
+        self.enter()?;
+        self.pos += 1;
+        self.skip_ws();
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let start = self.doc.members.len();
+        let len = self.flat_row()?;
+        if len == 0 {
+            return None;
+        }
+        self.doc.members.extend(
+            self.member_scratch
+                .drain(start_of(&self.member_scratch, len)?..),
+        );
+        let keys_at = start..start + len;
+        let lines_from = self.doc.lines.len();
+        {
+            let Doc { members, lines, .. } = &mut self.doc;
+            rows.cells(lines, members.get(keys_at.clone())?)?;
+        }
+        // The first row's keys, when none was escaped: later rows that
+        // spell them so are read the short way, or without a key scan.
+        let literals: Option<Vec<KeyLiteral<'a>>> = self
+            .doc
+            .members
+            .get(keys_at.clone())?
+            .iter()
+            .map(|m| match m.key {
+                Cow::Borrowed(k) => Some(KeyLiteral::new(k)),
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        let mut cells: Vec<Node<'a>> = vec![Node::Null; len];
+        let mut n: usize = 1;
+        loop {
+            self.skip_ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.skip_ws();
+                }
+                b']' => {
+                    self.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+            n += 1;
+            if let Some(literals) = &literals {
+                if let Some(t) = rows.take(
+                    self.text,
+                    self.pos,
+                    literals,
+                    &mut self.doc.lines,
+                    &mut cells,
+                ) {
+                    self.pos = t.end;
+                    self.counts.add(t.counts);
+                    continue;
+                }
+                let (at, counts) = (self.pos, self.counts);
+                let mut read = std::mem::take(&mut self.row_scratch);
+                read.clear();
+                let found = self.row_of(literals, &mut read);
+                let written = found.and_then(|()| rows.cells(&mut self.doc.lines, &read));
+                self.row_scratch = read;
+                if written.is_some() {
+                    continue;
+                }
+                if found.is_some() {
+                    // Read, but not writable: no table.
+                    return None;
+                }
+                (self.pos, self.counts) = (at, counts);
+            }
+            // Any other spelling of a flat row: its keys must be the
+            // first row's, in order.
+            let from = self.member_scratch.len();
+            let read = self.flat_row()?;
+            let fresh = self.member_scratch.get(from..)?;
+            let first = self.doc.members.get(keys_at.clone())?;
+            if read != len || !fresh.iter().zip(first).all(|(a, b)| key_eq(&a.key, &b.key)) {
+                return None;
+            }
+            rows.cells(&mut self.doc.lines, fresh)?;
+            self.member_scratch.truncate(from);
+        }
+        self.depth -= 1;
+        self.doc.tables.push(Table {
+            keys: keys_at,
+            rows: n,
+            lines: lines_from..self.doc.lines.len(),
+        });
+        Some(Node::Table(self.doc.tables.len() - 1))
+    }
+
+    /// An object at `pos` whose values are all primitives, its members
+    /// pushed onto `member_scratch`: how many; `None` for any other value,
+    /// or duplicate keys (left to the general parse, which refuses them).
+    fn flat_row(&mut self) -> Option<usize> {
+        self.enter()?;
+        self.pos += 1;
+        let mark = self.member_scratch.len();
+        self.skip_ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                self.skip_ws();
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let key = self.string()?;
+                self.skip_ws();
+                self.eat(b':')?;
+                self.skip_ws();
+                if matches!(self.peek()?, b'{' | b'[') {
+                    return None;
+                }
+                let value = self.value()?;
+                self.member_scratch.push(Member { key, value });
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.pos += 1,
+                    b'}' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        let fresh = self.member_scratch.get(mark..)?;
+        if has_duplicates(fresh) {
+            return None;
+        }
+        Some(fresh.len())
     }
 
     fn array(&mut self) -> Option<Node<'a>> {
@@ -776,6 +960,7 @@ impl<'a> Parser<'a> {
                 let key = match predicted {
                     Some(k) => {
                         self.pos += k.len() + 2;
+                        self.counts.quoted += 2;
                         followed += 1;
                         Cow::Borrowed(k)
                     }
@@ -784,7 +969,7 @@ impl<'a> Parser<'a> {
                 self.skip_ws();
                 self.eat(b':')?;
                 self.skip_ws();
-                let value = self.value()?;
+                let value = self.value_at(true)?;
                 self.member_scratch.push(Member { key, value });
                 self.skip_ws();
                 match self.peek()? {
@@ -838,25 +1023,35 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Where the last `len` members of `scratch` start.
+fn start_of(scratch: &[Member<'_>], len: usize) -> Option<usize> {
+    scratch.len().checked_sub(len)
+}
+
 /// Runs only for the first object with a given key list (see `recent`).
-/// A few keys are compared pairwise, which costs less than building a map
-/// (a table's first row usually has a handful); more go through a map, the
-/// type the classifier already uses, so the module carries no second hash
-/// table, and very many keys never cost the square of their number.
 fn has_duplicates(members: &[Member<'_>]) -> bool {
+    any_duplicate(members, |m| m.key.as_ref())
+}
+
+/// Whether two of `items` have the same key. A few keys are compared
+/// pairwise, which costs less than building a map (a table's first row
+/// usually has a handful); more go through a map, the type the classifier
+/// already uses, so the module carries no second hash table, and very many
+/// keys never cost the square of their number.
+fn any_duplicate<T>(items: &[T], key: impl Fn(&T) -> &str) -> bool {
     const PAIRWISE: usize = 16;
-    if members.len() <= PAIRWISE {
-        return members.iter().enumerate().any(|(i, m)| {
-            members
+    if items.len() <= PAIRWISE {
+        return items.iter().enumerate().any(|(i, m)| {
+            items
                 .get(..i)
                 .unwrap_or_default()
                 .iter()
-                .any(|earlier| earlier.key == m.key)
+                .any(|earlier| key(earlier) == key(m))
         });
     }
-    let mut seen: IndexMap<&str, u64> = IndexMap::with_capacity(members.len());
-    members.iter().any(|m| {
-        let count = seen.entry(m.key.as_ref()).or_insert(0);
+    let mut seen: IndexMap<&str, u64> = IndexMap::with_capacity(items.len());
+    items.iter().any(|m| {
+        let count = seen.entry(key(m)).or_insert(0);
         *count += 1;
         *count > 1
     })

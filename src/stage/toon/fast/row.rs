@@ -27,7 +27,7 @@ use std::borrow::Cow;
 
 use super::emit::{first_special, needs_quotes_plain, special_bytes_of};
 use super::number;
-use super::parse::KeyLiteral;
+use super::parse::{Counts, KeyLiteral};
 use super::tree::Node;
 use crate::json::literal::stops;
 
@@ -38,6 +38,9 @@ pub(super) struct Taken {
     /// What escaping the written cells adds to the emission as a JSON
     /// string literal (a quoted cell's quotes, a tab delimiter).
     pub escapes: usize,
+    /// What the row's text holds besides its tokens, for a caller that
+    /// measures the text as its compact form ([`super::parse::Counts`]).
+    pub counts: Counts,
 }
 
 /// The delimiters [`take`] writes: the ones [`special_bytes_of`] has a
@@ -51,6 +54,7 @@ pub(super) fn takes(delim: u8) -> bool {
 /// setting the values they stand for in `cells` (one per key), for the
 /// verifying decoder. `None` for any other row; `out` may then hold part
 /// of a line, which the caller takes back.
+#[inline(always)]
 pub(super) fn take<'a>(
     text: &'a str,
     at: usize,
@@ -66,6 +70,11 @@ pub(super) fn take<'a>(
     }
     let mut p = at + 1;
     let mut escapes = 0;
+    let mut strings = 0;
+    // The bytes of the row's tokens: its braces, its commas, each key's
+    // literal and colon (counted here), each value's (below). The rest of
+    // the row is whitespace.
+    let mut tokens = 2 + keys.len().saturating_sub(1);
     for (j, key) in keys.iter().enumerate() {
         p = ws(b, p);
         if j > 0 {
@@ -80,6 +89,8 @@ pub(super) fn take<'a>(
             return None;
         }
         p = ws(b, p + 1);
+        tokens += key.len() + 1;
+        let value_at = p;
         match *b.get(p)? {
             b'"' => {
                 let start = p + 1;
@@ -113,6 +124,7 @@ pub(super) fn take<'a>(
                 }
                 *cells.get_mut(j)? = Node::Str(Cow::Borrowed(s));
                 p = q + 1;
+                strings += 1;
             }
             b'-' | b'0'..=b'9' => {
                 let (end, form) = number(b, p)?;
@@ -129,11 +141,19 @@ pub(super) fn take<'a>(
             b'n' => p = word(b, p, b"null", out, cells, j, Node::Null)?,
             _ => return None,
         }
+        tokens += p - value_at;
     }
     p = ws(b, p);
     if b.get(p) != Some(&b'}') {
         return None;
     }
+    // Every key's literal and every string cell's: two quotes each (none
+    // of them holds an escape).
+    let counts = Counts {
+        spaces: (p + 1 - at).checked_sub(tokens)?,
+        quoted: 2 * (keys.len() + strings),
+        respelled: false,
+    };
     // The tab delimiter is a control character JSON escapes (`\t`).
     if delim == b'\t' {
         escapes += keys.len().saturating_sub(1);
@@ -141,6 +161,7 @@ pub(super) fn take<'a>(
     Some(Taken {
         end: p + 1,
         escapes,
+        counts,
     })
 }
 

@@ -37,7 +37,7 @@ use super::number;
 use super::parse::{Cursor, KeyLiteral};
 use super::row;
 use super::tree::{key_eq, Member, Node};
-use super::Emission;
+use super::{Emission, Sizes};
 use crate::config::{Mode, ToonSettings};
 use crate::json::literal::literal_len;
 use crate::marker::Header;
@@ -61,19 +61,22 @@ pub(super) enum Streamed {
 
 /// The block's emission, marker included, or why it stays; `marker` is
 /// the marker line for [`Header::Marker`].
+///
+/// `sizes: None` measures the text as its compact form, from what the
+/// cursor and the rows counted as they were read ([`super::parse::Counts`]).
 pub(super) fn encode(
     text: &str,
-    wire_len: usize,
+    sizes: Option<Sizes>,
     s: &ToonSettings,
     options: &EncodeOptions,
 ) -> Streamed {
-    encode_rows(text, wire_len, s, options, true)
+    encode_rows(text, sizes, s, options, true)
 }
 
 /// [`encode`]; `quick_rows: false` reads every row the general way.
 pub(super) fn encode_rows(
     text: &str,
-    wire_len: usize,
+    sizes: Option<Sizes>,
     s: &ToonSettings,
     options: &EncodeOptions,
     quick_rows: bool,
@@ -94,15 +97,17 @@ pub(super) fn encode_rows(
     };
     // In adaptive mode an emission longer than this is refused anyway: past
     // it only the gates are checked, so the reason stays the tree path's.
+    // (Measured as the compact form, the text is the bound: longer.)
+    let bound = sizes.map_or(text.len(), |z| z.len);
     let limit = if adaptive {
         let keep = u128::from(100 - s.min_savings_pct.min(100));
-        usize::try_from((text.len() as u128) * keep / 100).unwrap_or(usize::MAX)
+        usize::try_from((bound as u128) * keep / 100).unwrap_or(usize::MAX)
     } else {
         usize::MAX
     };
     let mut w = Writer {
         out: String::with_capacity(prefix + 64),
-        reserve: limit.min(text.len()).saturating_add(prefix + 64),
+        reserve: limit.min(bound).saturating_add(prefix + 64),
         limit,
         over: false,
         lines: 0,
@@ -123,22 +128,34 @@ pub(super) fn encode_rows(
     if w.document(&mut c).is_none() {
         return Streamed::Other;
     }
+    let sizes = match sizes {
+        Some(sizes) => sizes,
+        None => match c.counts().sizes(text) {
+            // The dispatcher checks a given size before the fast path runs.
+            Some(sizes) if adaptive && sizes.len < s.min_bytes => {
+                return Streamed::Done(Err(Reason::BelowMinBytes))
+            }
+            Some(sizes) => sizes,
+            None => return Streamed::Other,
+        },
+    };
     if w.over {
         return Streamed::Done(Err(Reason::BelowThreshold));
     }
     let mut emission = w.out;
     // Reserved for the largest emission that could pass; the rest goes back.
     emission.shrink_to_fit();
-    if adaptive && !super::super::smaller_enough(text.len(), emission.len(), s.min_savings_pct) {
+    if adaptive && !super::super::smaller_enough(sizes.len, emission.len(), s.min_savings_pct) {
         return Streamed::Done(Err(Reason::BelowThreshold));
     }
     let wire = 2 + emission.len() + w.escapes;
-    if adaptive && wire > wire_len {
+    if adaptive && wire > sizes.wire {
         return Streamed::Done(Err(Reason::BelowThreshold));
     }
     Streamed::Done(Ok(Emission {
         text: emission,
         wire,
+        replaced: sizes,
     }))
 }
 
@@ -418,7 +435,7 @@ impl Writer {
             .filter(|_| !self.verify || self.values_read_back(at, cells).is_some());
         match taken {
             Some(t) => {
-                c.skip_to(t.end);
+                c.skip_to(t.end, t.counts);
                 self.escapes += t.escapes;
                 #[cfg(test)]
                 TAKEN.with(|n| n.set(n.get() + 1));

@@ -6,9 +6,16 @@
 //! `members`, so a whole document costs two vectors instead of one
 //! allocation per row. The JSON parser builds it; the gates, the emitter
 //! and the verifying decoder read it.
+//!
+//! A table of flat rows the parser met where TOON writes tables (a member's
+//! value, the root) is kept as its rows' TOON lines instead ([`Table`]):
+//! written and verified as they were read, the way the streamed path
+//! writes a root table, so a table below an envelope costs the tree its
+//! first row and the lines, not a member per cell.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use crate::json::Decimal;
 
@@ -31,12 +38,31 @@ pub(super) enum Node<'a> {
         start: usize,
         len: usize,
     },
+    /// An array of flat rows, the table at this index of [`Doc::tables`].
+    Table(usize),
 }
 
 impl Node<'_> {
     pub(super) fn is_primitive(&self) -> bool {
-        !matches!(self, Node::Arr { .. } | Node::Obj { .. })
+        !matches!(self, Node::Arr { .. } | Node::Obj { .. } | Node::Table(_))
     }
+}
+
+/// An array of at least one row, each a non-empty object whose members
+/// are the first row's keys in its order (no duplicates) with primitive
+/// values TOON carries (§2), kept as the lines of its tabular form (§9.3):
+/// one line of cells per row, in [`Doc::lines`], each ended by a line
+/// feed and verified against its row when it was written (with `verify`).
+/// Its header (`key[N]{fields}:`) and the lines' indentation depend on
+/// where it sits, which the emitter decides.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Table {
+    /// The first row's members, in [`Doc::members`]: the header's fields.
+    pub keys: Range<usize>,
+    /// How many rows.
+    pub rows: usize,
+    /// The rows' lines, in [`Doc::lines`].
+    pub lines: Range<usize>,
 }
 
 /// One object member.
@@ -52,6 +78,10 @@ pub(super) struct Doc<'a> {
     pub nodes: Vec<Node<'a>>,
     pub members: Vec<Member<'a>>,
     pub root: Option<Node<'a>>,
+    /// The tables [`Node::Table`] points to.
+    pub tables: Vec<Table>,
+    /// Their lines.
+    pub lines: String,
 }
 
 impl<'a> Doc<'a> {
@@ -72,6 +102,23 @@ impl<'a> Doc<'a> {
             Node::Obj { start, len } => self.members.get(start..start.saturating_add(len)),
             _ => None,
         }
+    }
+
+    /// The table of a [`Node::Table`] and its first row's members.
+    pub(super) fn table(&self, node: &Node<'a>) -> Option<(&Table, &[Member<'a>])> {
+        let Node::Table(i) = *node else {
+            return None;
+        };
+        let table = self.tables.get(i)?;
+        Some((table, self.members.get(table.keys.clone())?))
+    }
+
+    /// A table's lines, in order, without their line feeds.
+    pub(super) fn lines_of(&self, table: &Table) -> impl Iterator<Item = &str> {
+        self.lines
+            .get(table.lines.clone())
+            .unwrap_or_default()
+            .split_terminator('\n')
     }
 
     /// Every value in the document: the root, array items and member

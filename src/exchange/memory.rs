@@ -1,0 +1,97 @@
+//! The stream's part in the VM's memory budget (`driver::Vm`): what its
+//! core holds, the room the driver gives it before each callback, and what
+//! happens past it — the stream is not read further, and what it held goes
+//! on as it came (`vm_memory_budget`).
+
+use super::{Direction, Exchange, Phase, Step};
+use crate::outcome::Reason;
+
+impl Exchange {
+    /// The stream's share of the VM's memory budget: the most bytes it may
+    /// hold in the core from now on (its bodies, events and queues). The
+    /// driver sets it before each callback from what the VM's other
+    /// streams hold.
+    pub fn allow(&mut self, room: usize) {
+        self.room = room;
+    }
+
+    /// Bytes of the VM's memory the stream's core takes now: its request
+    /// and response buffers (their capacity, which is what the allocator
+    /// gave), the events it holds, and a job waiting for its callout with
+    /// the blocks the stages read from it. A JSON body that announced its
+    /// length counts whole from its headers: it is collected into one
+    /// buffer of that size.
+    pub fn memory(&self) -> usize {
+        let body = &self.response_body;
+        let announced = match self.phase {
+            Phase::Buffering => body.announced().unwrap_or(0),
+            _ => 0,
+        };
+        let collected = body.bytes.capacity().max(announced);
+        let stream = self
+            .stream
+            .as_ref()
+            .map_or(0, super::stream::SseState::memory);
+        let job = self.job.as_ref().map_or(0, |(j, after)| {
+            j.body_len()
+                .saturating_mul(crate::config::VM_WORK_FACTOR)
+                .saturating_add(after.capacity())
+        });
+        self.request_body
+            .bytes
+            .capacity()
+            .saturating_add(collected)
+            .saturating_add(stream)
+            .saturating_add(job)
+    }
+
+    /// The stream would hold more than its share of the VM's budget with
+    /// `bytes` more (a callout's reply, read whole).
+    pub fn over_room_by(&self, bytes: usize) -> bool {
+        self.memory().saturating_add(bytes) > self.room
+    }
+
+    /// The stream would hold more than its share of the VM's budget once
+    /// `more` bytes of response are added to what it holds: a collected
+    /// body's buffer grows by doubling (one that announced its length is
+    /// sized for it already), and an event stream's chunk waits in its
+    /// framer and queue.
+    pub(super) fn over_room(&self, more: usize) -> bool {
+        let body = &self.response_body.bytes;
+        let grows = match (&self.job, self.phase) {
+            (Some((_, after)), _) => grown(after.capacity(), after.len(), more) - after.capacity(),
+            (None, Phase::Buffering) if self.response_body.announced().is_some() => 0,
+            (None, Phase::Buffering) => grown(body.capacity(), body.len(), more) - body.capacity(),
+            (None, _) => self.stream.as_ref().map_or(0, |s| s.growth(more)),
+        };
+        self.memory().saturating_add(grows) > self.room
+    }
+
+    /// The response is not read further: what the core holds of it goes
+    /// on as it came, then `chunk`, and the rest passes untouched.
+    pub(super) fn over_budget(&mut self, chunk: &[u8]) -> Step {
+        let mut held = self.abandon(Direction::Response);
+        self.pass_response(Reason::VmMemoryBudget);
+        let mut step = if held.is_empty() {
+            Step::input()
+        } else {
+            held.extend_from_slice(chunk);
+            Step::send(held)
+        };
+        // Held headers go out with the server's own length.
+        step.content_length = self.final_length(None);
+        step
+    }
+}
+
+/// The capacity of a vector of `len` bytes in `capacity` once `more` are
+/// pushed: it doubles when it must grow (`Vec`'s amortised growth), or
+/// takes what is needed when that is more.
+pub(super) fn grown(capacity: usize, len: usize, more: usize) -> usize {
+    let need = len.saturating_add(more);
+    if need <= capacity {
+        capacity
+    } else {
+        need.max(capacity.saturating_mul(2))
+    }
+}

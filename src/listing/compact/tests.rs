@@ -1,0 +1,396 @@
+use serde_json::{Map, Value};
+
+use super::*;
+
+fn how(level: Level) -> Compaction {
+    Compaction {
+        level,
+        max_description_bytes: 40,
+    }
+}
+
+fn parse(s: &str) -> Value {
+    serde_json::from_str(s).unwrap()
+}
+
+#[test]
+fn light_drops_schema_noise_and_nothing_else() {
+    let tool = r#"{ "name" : "t", "title":"T", "description":"One. Two.",
+        "inputSchema": {"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+          "title":"In","properties":{"title":{"type":"string","title":"x","default":"a"},
+          "description":{"type":"string","description":"kept at light","examples":["e"]}},
+          "required":["title"],"additionalProperties":false,"$comment":"c"},
+        "annotations":{"title":"Tee","readOnlyHint":true} }"#;
+    let out = compact_tool(tool, how(Level::Light)).unwrap();
+    assert_eq!(
+        out,
+        r#"{ "name" : "t", "title":"T", "description":"One. Two.",
+        "inputSchema": {"type":"object","properties":{"title":{"type":"string"},
+          "description":{"type":"string","description":"kept at light"}},
+          "required":["title"]},
+        "annotations":{"title":"Tee","readOnlyHint":true} }"#
+    );
+}
+
+#[test]
+fn medium_cuts_descriptions_and_output_annotations() {
+    let tool = r#"{"name":"t","description":"Read a file. Only in allowed directories.","inputSchema":{"type":"object","properties":{"path":{"type":"string","description":"Where"}},"required":["path"]},"outputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","title":"O","properties":{"content":{"type":"string","description":"The text","default":""}},"required":["content"],"additionalProperties":false}}"#;
+    let out = compact_tool(tool, how(Level::Medium)).unwrap();
+    assert_eq!(
+        out,
+        r#"{"name":"t","description":"Read a file.","inputSchema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"outputSchema":{"type":"object","properties":{"content":{"type":"string","default":""}},"required":["content"],"additionalProperties":false}}"#
+    );
+    let high = compact_tool(
+        r#"{"name":"t","description":"Create a new issue in a GitHub repository with labels and assignees"}"#,
+        how(Level::High),
+    )
+    .unwrap();
+    assert_eq!(
+        high,
+        r#"{"name":"t","description":"Create a new issue in a GitHub…"}"#
+    );
+}
+
+#[test]
+fn the_dialect_stays_where_the_schema_depends_on_it() {
+    let input = |schema: &str| format!(r#"{{"name":"t","inputSchema":{schema}}}"#);
+    let kept = |schema: &str| {
+        let out = compact_tool(&input(schema), how(Level::Light)).unwrap_or_else(|| input(schema));
+        out.contains("$schema")
+    };
+    let d7 = r#""$schema":"http://json-schema.org/draft-07/schema#""#;
+    let d2020 = r#""$schema":"https://json-schema.org/draft/2020-12/schema""#;
+    assert!(!kept(&format!(r#"{{{d7},"type":"object"}}"#)));
+    assert!(!kept(&format!(r#"{{"type":"object",{d2020}}}"#)));
+    assert!(kept(&format!(
+        r#"{{{d7},"type":"object","properties":{{"a":{{"type":"array","items":[{{"type":"string"}}]}}}}}}"#
+    )));
+    assert!(kept(&format!(
+        r##"{{{d7},"type":"object","properties":{{"a":{{"$ref":"#/definitions/x"}}}}}}"##
+    )));
+    assert!(!kept(&format!(
+        r##"{{{d2020},"type":"object","properties":{{"a":{{"$ref":"#/$defs/x"}}}},"$defs":{{"x":{{}}}}}}"##
+    )));
+    assert!(kept(
+        r#"{"$schema":"http://json-schema.org/draft-04/schema#","type":"object"}"#
+    ));
+    assert!(kept(&format!(r#"{{{d7},"dependencies":{{"a":["b"]}}}}"#)));
+    // A nested `$schema` (an embedded resource) is not the root's.
+    assert!(kept(&format!(
+        r#"{{"type":"object","properties":{{"a":{{{d7}}}}}}}"#
+    )));
+}
+
+#[test]
+fn definitions_nothing_refers_to_leave() {
+    let tool = |schema: &str| format!(r#"{{"name":"t","inputSchema":{schema}}}"#);
+    let light = |schema: &str| {
+        compact_tool(&tool(schema), how(Level::Light)).map(|t| parse(&t)["inputSchema"].clone())
+    };
+    // `a` from a property, `b` from `a`, `c` from nowhere.
+    let out = light(r##"{"$defs":{"a":{"$ref":"#/$defs/b"},"c":{"type":"string"},"b":{"type":"integer"}},"type":"object","properties":{"p":{"$ref":"#/$defs/a"}}}"##).unwrap();
+    assert_eq!(
+        out,
+        parse(
+            r##"{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"type":"integer"}},"type":"object","properties":{"p":{"$ref":"#/$defs/a"}}}"##
+        )
+    );
+    // Nothing refers to any: the map goes.
+    let out = light(
+        r#"{"type":"object","$defs":{"x":{"type":"string"}},"properties":{"p":{"type":"string"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        parse(r#"{"type":"object","properties":{"p":{"type":"string"}}}"#)
+    );
+    // Something the walk cannot resolve: every definition stays.
+    for schema in [
+        r##"{"$defs":{"x":{"$anchor":"x"},"y":{}},"properties":{"p":{"$ref":"#x"}}}"##,
+        r##"{"$defs":{"a~b":{},"y":{}},"properties":{"p":{"$ref":"#/$defs/a~0b"}}}"##,
+        r##"{"$defs":{"y":{}},"properties":{"p":{"$ref":"#/$defs/missing"}}}"##,
+        r##"{"$defs":{"y":{"$id":"https://x/y"}},"properties":{"p":{"$ref":"https://x/y"}}}"##,
+    ] {
+        let out = light(schema).unwrap_or_else(|| parse(schema));
+        assert_eq!(out["$defs"], parse(schema)["$defs"], "{schema}");
+    }
+}
+
+#[test]
+fn members_leave_with_their_commas_wherever_they_are() {
+    let names = ["title", "a", "default", "b", "examples"];
+    // Every subset of the five members, in every position: what is left
+    // is valid JSON with exactly the kept members, in order.
+    for mask in 0..(1u32 << names.len()) {
+        let members: Vec<String> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, k)| format!(" \"{k}\" : 1 "))
+            .collect();
+        let schema = format!("{{{}}}", members.join(","));
+        let tool = format!(r#"{{"name":"t","inputSchema":{schema}}}"#);
+        let out = compact_tool(&tool, how(Level::Light)).unwrap_or_else(|| tool.clone());
+        let v = parse(&out);
+        let kept: Vec<&str> = v["inputSchema"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let want: Vec<&str> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| mask & (1 << i) != 0 && (**k == "a" || **k == "b"))
+            .map(|(_, k)| *k)
+            .collect();
+        assert_eq!(kept, want, "{schema} -> {out}");
+    }
+}
+
+#[test]
+fn what_is_not_a_tool_object_is_left_alone() {
+    for text in ["[]", "\"x\"", "{\"name\":\"t\"", "{\"name\":\"t\"} x", ""] {
+        assert_eq!(compact_tool(text, how(Level::High)), None, "{text}");
+    }
+    let deep = format!(
+        r#"{{"name":"t","inputSchema":{}{{}}{}}}"#,
+        r#"{"title":"x","not":"#.repeat(200),
+        "}".repeat(200)
+    );
+    assert_eq!(compact_tool(&deep, how(Level::Light)), None);
+}
+
+// ---- the real listings against a second implementation on serde_json values
+
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    In,
+    Out,
+}
+
+/// The same rules, written over values.
+fn strip_schema(v: &mut Value, side: Side, level: Level, root: bool, flags: &mut (bool, bool)) {
+    let Value::Object(map) = v else { return };
+    let mut keep = Map::new();
+    for (k, mut child) in std::mem::take(map) {
+        match k.as_str() {
+            "additionalItems" | "dependencies" | "$recursiveRef" | "$recursiveAnchor" => {
+                flags.0 = true
+            }
+            "items" if child.is_array() => flags.0 = true,
+            "$ref" => flags.1 = true,
+            _ => {}
+        }
+        let drop = match (side, k.as_str()) {
+            (Side::In, "title" | "examples" | "$comment" | "default") => true,
+            (Side::In, "description") => level >= Level::Medium,
+            (Side::In, "additionalProperties") => child == Value::Bool(false),
+            (Side::In, "properties") => child == Value::Object(Map::new()),
+            (Side::Out, "title" | "examples" | "$comment" | "description") => true,
+            _ => false,
+        };
+        if drop {
+            continue;
+        }
+        match k.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+            | "dependencies" => {
+                if let Value::Object(m) = &mut child {
+                    for s in m.values_mut() {
+                        strip_schema(s, side, level, false, flags);
+                    }
+                }
+            }
+            "allOf"
+            | "anyOf"
+            | "oneOf"
+            | "prefixItems"
+            | "items"
+            | "additionalProperties"
+            | "additionalItems"
+            | "contains"
+            | "propertyNames"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => match &mut child {
+                Value::Array(a) => a
+                    .iter_mut()
+                    .for_each(|s| strip_schema(s, side, level, false, flags)),
+                other => strip_schema(other, side, level, false, flags),
+            },
+            _ => {}
+        }
+        keep.insert(k, child);
+    }
+    if root {
+        if let Some(Value::String(uri)) = keep.get("$schema") {
+            let seven = uri.contains("draft-07") || uri.contains("draft-06");
+            let known = seven || uri.contains("2019-09") || uri.contains("2020-12");
+            if known && !flags.0 && !(seven && flags.1) {
+                keep.shift_remove("$schema");
+            }
+        }
+    }
+    *map = keep;
+}
+
+/// References and identifiers in schema positions of `v`.
+fn refs(v: &Value, out: &mut Vec<String>, unresolved: &mut bool) {
+    let Value::Object(map) = v else { return };
+    for (k, child) in map {
+        match k.as_str() {
+            "$ref" => match child.as_str() {
+                Some(r) => out.push(r.to_string()),
+                None => *unresolved = true,
+            },
+            "$id" | "id" | "$anchor" | "$dynamicAnchor" | "$dynamicRef" => *unresolved = true,
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+            | "dependencies" => {
+                if let Value::Object(m) = child {
+                    m.values().for_each(|s| refs(s, out, unresolved));
+                }
+            }
+            "allOf"
+            | "anyOf"
+            | "oneOf"
+            | "prefixItems"
+            | "items"
+            | "additionalProperties"
+            | "additionalItems"
+            | "contains"
+            | "propertyNames"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => match child {
+                Value::Array(a) => a.iter().for_each(|s| refs(s, out, unresolved)),
+                other => refs(other, out, unresolved),
+            },
+            _ => {}
+        }
+    }
+}
+
+/// The root's definitions that no reference reaches, removed.
+fn prune(schema: &mut Value) {
+    let Value::Object(root) = schema else { return };
+    let mut outside = Vec::new();
+    let mut unresolved = false;
+    let mut rest = root.clone();
+    rest.shift_remove("$defs");
+    rest.shift_remove("definitions");
+    refs(&Value::Object(rest), &mut outside, &mut unresolved);
+    let name = |r: &str| -> Option<(String, String)> {
+        for (prefix, kw) in [("#/$defs/", "$defs"), ("#/definitions/", "definitions")] {
+            if let Some(p) = r.strip_prefix(prefix) {
+                if p.contains(['~', '%']) {
+                    return None;
+                }
+                return Some((kw.to_string(), p.split('/').next().unwrap().to_string()));
+            }
+        }
+        None
+    };
+    let mut reached: Vec<(String, String)> = Vec::new();
+    let mut queue: Vec<String> = outside.into_iter().filter(|r| r != "#").collect();
+    while let Some(r) = queue.pop() {
+        let Some((kw, n)) = name(&r) else { return };
+        let Some(def) = root.get(&kw).and_then(|d| d.get(&n)) else {
+            return;
+        };
+        if reached.contains(&(kw.clone(), n.clone())) {
+            continue;
+        }
+        let mut inner = Vec::new();
+        refs(def, &mut inner, &mut unresolved);
+        queue.extend(inner.into_iter().filter(|r| r != "#"));
+        reached.push((kw, n));
+    }
+    for kw in ["$defs", "definitions"] {
+        if let Some(Value::Object(defs)) = root.get(kw) {
+            let d2 = defs.clone();
+            let mut u = false;
+            d2.values().for_each(|s| refs(s, &mut Vec::new(), &mut u));
+            if u {
+                unresolved = true;
+            }
+        }
+    }
+    if unresolved {
+        return;
+    }
+    for kw in ["$defs", "definitions"] {
+        let Some(Value::Object(defs)) = root.get_mut(kw) else {
+            continue;
+        };
+        defs.retain(|n, _| reached.contains(&(kw.to_string(), n.clone())));
+        if defs.is_empty() {
+            root.shift_remove(kw);
+        }
+    }
+}
+
+fn expected(tool: &Value, level: Level) -> Value {
+    let mut t = tool.clone();
+    let map = t.as_object_mut().unwrap();
+    if map.get("execution") == Some(&serde_json::json!({"taskSupport": "forbidden"})) {
+        map.shift_remove("execution");
+    }
+    if let Some(s) = map.get_mut("inputSchema") {
+        strip_schema(s, Side::In, level, true, &mut (false, false));
+        prune(s);
+    }
+    if level >= Level::Medium {
+        if let Some(s) = map.get_mut("outputSchema") {
+            strip_schema(s, Side::Out, level, true, &mut (false, false));
+            prune(s);
+        }
+        if let Some(Value::String(d)) = map.get_mut("description") {
+            let first = crate::listing::sentence::first_sentence(d);
+            let short = if level == Level::High {
+                crate::listing::sentence::cut_bytes(first, 40)
+            } else {
+                first.to_string()
+            };
+            if !short.is_empty() {
+                *d = short;
+            }
+        }
+    }
+    t
+}
+
+#[test]
+fn real_listings_keep_what_clients_rely_on() {
+    for (file, body) in crate::listing::tests::listings() {
+        for page in crate::listing::tests::pages(&body) {
+            for tool in page["result"]["tools"].as_array().unwrap() {
+                let text = serde_json::to_string(tool).unwrap();
+                for level in Level::ALL {
+                    let out = compact_tool(&text, how(level)).unwrap_or_else(|| text.clone());
+                    let got = parse(&out);
+                    let want = expected(tool, level);
+                    assert!(
+                        crate::json::same_value(&got, &want),
+                        "{file} {level:?}\n{out}\n{want}"
+                    );
+                    // Not a value only: the keys the level keeps are in
+                    // their places, and nothing else moved.
+                    assert_eq!(got["name"], tool["name"]);
+                    assert_eq!(got.get("annotations"), tool.get("annotations"));
+                    if level == Level::Light {
+                        assert_eq!(got.get("outputSchema"), tool.get("outputSchema"));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+"""The build layout honours CARGO_TARGET_DIR (issue 38): the tests and
+scripts ask one place, artifacts.py, where the build put the module and the
+CLI, and it answers as cargo and the Makefile do — with the variable unset,
+absolute (a shared cache outside the checkout) or relative."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import artifacts
+
+ROOT = artifacts.ROOT
+
+
+def where(env_value: str | None) -> dict[str, Path]:
+    """artifacts' answers in a fresh interpreter with CARGO_TARGET_DIR so."""
+    env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
+    if env_value is not None:
+        env["CARGO_TARGET_DIR"] = env_value
+    code = "import artifacts; print(artifacts.TARGET); print(artifacts.WASM); print(artifacts.CLI)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests" / "e2e", env=env, capture_output=True, text=True, check=True)
+    target, wasm, cli = (Path(line) for line in out.stdout.splitlines())
+    return {"target": target, "wasm": wasm, "cli": cli}
+
+
+def make_names(env_value: str | None) -> str:
+    """The module `make build` checks the size of, as make prints it (-n)."""
+    env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
+    if env_value is not None:
+        env["CARGO_TARGET_DIR"] = env_value
+    out = subprocess.run(["make", "-n", "build"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    m = re.search(r"stat -c %s (\S+)\)", out.stdout)
+    assert m, out.stdout
+    return m[1]
+
+
+@pytest.mark.parametrize("value", [None, "/tmp/mcp-toon-shared-cache", "build-cache"])
+def test_tests_and_make_name_the_same_module(value):
+    got = where(value)
+    expected = {None: ROOT / "target", "/tmp/mcp-toon-shared-cache": Path("/tmp/mcp-toon-shared-cache")}.get(value, ROOT / "build-cache")
+    assert got["target"] == expected
+    assert got["wasm"] == expected / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
+    assert got["cli"] == expected / "release" / "mcp-toon"
+    # make runs at the root: its relative name is the same file.
+    assert (ROOT / make_names(value)).resolve() == got["wasm"].resolve()
+
+
+def test_messages_show_a_path_outside_the_checkout_whole():
+    assert artifacts.shown(ROOT / "target" / "x.wasm") == "target/x.wasm"
+    assert artifacts.shown(Path("/tmp/elsewhere/x.wasm")) == "/tmp/elsewhere/x.wasm"
