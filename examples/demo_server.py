@@ -520,12 +520,15 @@ class DemoTransport:
 # `--transport sse`: FastMCP's default Streamable HTTP (stateful, every POST
 # answered with `text/event-stream`); `--transport legacy-sse`: the HTTP+SSE
 # transport of MCP 2024-11-05 (`GET /sse` event stream, `POST /messages/`).
-# Both add two tools that report progress, and a gate the tests open:
+# Both add two tools that report progress, a gate the tests open, and a tool
+# that changes the tool list:
 #
 #     gated_report     reports progress `steps` times, waiting after each
 #                      report until the test opens that step's gate
 #                      (POST /demo/gate?token=T&step=N), then returns a table
 #     progress_flood   reports progress `count` times, then returns a table
+#     add_tool         adds a tool that echoes, and tells clients the tool
+#                      list changed (`notifications/tools/list_changed`)
 #
 # A gate never opened fails the call (isError) after GATE_TIMEOUT_S, so a
 # proxy holding progress back makes a test fail instead of hang.
@@ -568,6 +571,21 @@ def add_sse_tools(mcp: MCPServer) -> None:
         for i in range(1, count + 1):
             await ctx.report_progress(i, count)
         return table(rows)
+
+    @mcp.tool(description="Adds a tool named `name` that echoes `text`, then tells clients the tool list changed.")
+    async def add_tool(ctx: Context, name: str) -> CallToolResult:
+        def added(text: str = "") -> str:
+            return text
+
+        mcp.add_tool(added, name=name, description="Echo `text` back (a tool added at run time).")
+        # MCP 2026-07-28 (SEP-2575): to the client's `subscriptions/listen`
+        # streams. Earlier revisions: on the client's GET stream, which a
+        # 2026-07-28 connection does not have (the SDK refuses; nothing to
+        # send it on).
+        await ctx.notify_tools_changed()
+        if ctx.protocol_version != "2026-07-28":
+            await ctx.session.send_tool_list_changed()
+        return CallToolResult(content=[TextContent(type="text", text=f"added {name}")])
 
     @mcp.custom_route("/demo/gate", methods=["POST"])
     async def open_gate(request: Request) -> PlainTextResponse:

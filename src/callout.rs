@@ -1,5 +1,7 @@
-//! The HTTP call the trim stage needs and the host makes: the stage builds
-//! an [`LlmRequest`] and judges the [`LlmReply`]; the driver dispatches the
+//! An HTTP call the core asks the host to make, and its reply: the trim
+//! stage's call to the LLM, and a re-issued `tools/call` of a page the
+//! gateway does not hold (`crate::exchange`). The core builds an
+//! [`LlmRequest`] and judges the [`LlmReply`]; the driver dispatches the
 //! one and reads the other through the [`crate::host::Host`].
 
 /// An HTTP call for the host to make.

@@ -43,51 +43,6 @@ pub fn advertised<'s>(settings: &'s Settings, policy: &Policy) -> Vec<(&'s str, 
     args
 }
 
-/// `params` as [`declared`] reads it.
-#[cfg(test)]
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", borrow)]
-    meta: Option<&'a RawValue>,
-}
-
-/// The non-empty string in `params.arguments.<arg>` or `params._meta.<arg>`.
-/// Arguments with a key twice declare none (and keep it: [`strip`] reads
-/// them the same way). Requests are read by `crate::mcp::scan` in one
-/// pass; this is the reference it is compared with.
-#[cfg(test)]
-pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
-    let p: Params = object(params)?;
-    [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
-        let members = members(raw)?;
-        let (_, value) = members.iter().find(|(k, _)| k == arg)?;
-        let text: String = serde_json::from_str(value.get()).ok()?;
-        let text = text.trim();
-        (!text.is_empty()).then(|| text.to_string())
-    })
-}
-
-/// [`declared`] for the query argument: a value there that is no string is
-/// kept as [`crate::mcp::QUERY_NOT_A_STRING`] and its JSON type, so the
-/// project stage can say so.
-#[cfg(test)]
-pub fn declared_query(params: &RawValue, arg: &str) -> Option<String> {
-    let p: Params = object(params)?;
-    [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
-        let members = members(raw)?;
-        let (_, value) = members.iter().find(|(k, _)| k == arg)?;
-        let first = *value.get().as_bytes().first()?;
-        if first != b'"' {
-            return Some(crate::mcp::query_not_a_string(first));
-        }
-        let text: String = serde_json::from_str(value.get()).ok()?;
-        let text = text.trim();
-        (!text.is_empty()).then(|| text.to_string())
-    })
-}
-
 #[derive(Deserialize)]
 struct Request<'a> {
     #[serde(borrow)]
@@ -248,6 +203,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::mcp::request::by_serde::declared;
     use crate::mcp::tool_entries;
 
     fn raw(s: &str) -> Box<RawValue> {

@@ -2,8 +2,10 @@
 //!
 //! The crate is a host-agnostic core (configuration, the MCP message model,
 //! the stages and the pipeline that orders them, the per-stream exchange and
-//! its report) plus thin adapters behind cargo features. Nothing outside
-//! `adapter` knows about proxy-wasm.
+//! its report) plus thin hosts behind cargo features: proxy-wasm for Envoy
+//! (`adapter`), http-wasm for Traefik (`httpwasm`), the WIT component, the
+//! measuring CLI. No host's ABI is named outside its own module
+//! (tests/layering.rs).
 
 pub mod callout;
 pub mod config;
@@ -16,6 +18,7 @@ pub mod json;
 pub mod listing;
 pub mod marker;
 pub mod mcp;
+pub mod media;
 pub mod outcome;
 pub mod page;
 pub mod pipeline;

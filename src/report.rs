@@ -63,7 +63,24 @@ pub const STORE_GAUGES: [&str; 2] = ["mcp_toon_page_store_bytes", "mcp_toon_page
 pub const BYTES_BEFORE: &str = "mcp_toon_bytes_before";
 pub const BYTES_AFTER: &str = "mcp_toon_bytes_after";
 
-impl crate::page::store::Figures {
+/// What the page store (`crate::page::store`) held after an operation,
+/// and what it did: reported here, below the store, which fills it in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Bytes of page data held (slot values).
+    pub bytes: u64,
+    /// Slots holding a page.
+    pub pages: u64,
+    pub stored: u64,
+    /// Pages emptied before their expiry to make room (the owner's own,
+    /// and those below).
+    pub evicted: u64,
+    /// Of those, pages of another owner that held more than its fair share.
+    pub evicted_over_share: u64,
+    pub expired: u64,
+}
+
+impl Figures {
     /// The counters these figures move, with their amounts.
     pub fn counters(&self) -> Vec<(&'static str, u64)> {
         [
@@ -122,7 +139,7 @@ pub struct Report {
     pub omitted: usize,
     /// The page store after this stream last wrote to it (counters and
     /// gauges, not part of the record); a host takes it when it counts.
-    pub store: Option<crate::page::store::Figures>,
+    pub store: Option<Figures>,
 }
 
 #[derive(Serialize)]

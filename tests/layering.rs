@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)] // test code
 
 //! The crate's layers, checked on its source: one crate (branches in
 //! flight write against `src/`), so the compiler cannot keep the
@@ -17,7 +22,19 @@
 //! - the exchange decides and does not drive: it reaches no driver or host
 //!   implementation;
 //! - the hosts decide nothing: the component, the CLI and the scripted host
-//!   go through the driver, never the exchange or the pipeline.
+//!   go through the driver, never the exchange or the pipeline;
+//! - the MCP model is below what reads it: `src/mcp/` reaches no intent,
+//!   page, pipeline, exchange, listing, driver or host;
+//! - the record is below what fills it: `src/report.rs` reaches no page,
+//!   pipeline, exchange or driver;
+//! - pages are below the pipeline: `src/page/` reaches no pipeline,
+//!   exchange, driver or host (the page call is answered in the exchange,
+//!   whose re-issue runs the pipeline again);
+//! - the pipeline reaches no exchange, driver or host;
+//! - the proxy-wasm host implementation does not reach back into the
+//!   exports that call it;
+//! - and, above all of these, the crate's top-level modules form no cycle
+//!   (tests aside: they may reach across).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -182,7 +199,169 @@ fn the_layers_hold() {
         "hosts go through the driver",
     ));
 
+    broken.extend(forbid(
+        &under("mcp"),
+        &[
+            "crate::intent",
+            "crate::page",
+            "crate::pipeline",
+            "crate::exchange",
+            "crate::listing",
+            "crate::driver",
+            "crate::host",
+        ],
+        "the MCP model is below what reads it",
+    ));
+    broken.extend(forbid(
+        &under("report.rs"),
+        &[
+            "crate::page",
+            "crate::pipeline",
+            "crate::exchange",
+            "crate::driver",
+        ],
+        "the record is below what fills it",
+    ));
+    broken.extend(forbid(
+        &under("page"),
+        &[
+            "crate::pipeline",
+            "crate::exchange",
+            "crate::driver",
+            "crate::host",
+        ],
+        "pages are below the pipeline",
+    ));
+    let pipeline: Vec<PathBuf> = under("pipeline")
+        .into_iter()
+        .chain(under("pipeline.rs"))
+        .collect();
+    broken.extend(forbid(
+        &pipeline,
+        &["crate::exchange", "crate::driver", "crate::host"],
+        "the pipeline is below the exchange",
+    ));
+    broken.extend(forbid(
+        &under("adapter/host.rs"),
+        &["exports::"],
+        "the host implementation does not reach back into the exports",
+    ));
+
     assert!(broken.is_empty(), "\n{}", broken.join("\n"));
+}
+
+/// A file's code outside tests: none for a test file (`tests.rs`,
+/// `*_tests.rs`, or under a `tests/` folder), else up to its inline test
+/// module (`#[cfg(test)]`, other attributes, then `mod … {`: by
+/// convention the file's end).
+fn code_outside_tests(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let in_tests_dir = path
+        .strip_prefix(src())
+        .unwrap()
+        .components()
+        .any(|c| c.as_os_str() == "tests");
+    if name == "tests.rs" || name.ends_with("_tests.rs") || in_tests_dir {
+        return String::new();
+    }
+    let text = code(path);
+    let lines: Vec<&str> = text.lines().collect();
+    // `#[cfg(test)]`, any other attributes (and the blank lines comments
+    // left), then a module with a body.
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
+                    .is_some_and(|l| {
+                        let l = l.trim();
+                        (l.starts_with("mod ") || l.starts_with("pub(crate) mod "))
+                            && l.ends_with('{')
+                    })
+        })
+        .unwrap_or(lines.len());
+    lines[..end].join("\n")
+}
+
+/// The top-level module a file belongs to (`src/page/store.rs`: `page`).
+fn top_module(path: &Path) -> String {
+    let rel = path.strip_prefix(src()).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+#[test]
+fn the_modules_form_no_cycle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in files(&src()) {
+        let from = top_module(&path);
+        if from == "lib" || from == "bin" {
+            continue;
+        }
+        let text = code_outside_tests(&path);
+        for (at, _) in text.match_indices("crate::") {
+            let rest = &text[at + "crate::".len()..];
+            let to: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !to.is_empty() && to != from {
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // A depth-first walk from every module; a module met again on the
+    // path is a cycle, printed as the path that closes it.
+    fn walk(
+        at: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(at.to_string());
+            cycles.push(cycle.join(" -> "));
+            return;
+        }
+        if done.contains(at) {
+            return;
+        }
+        path.push(at.to_string());
+        for next in edges.get(at).into_iter().flatten() {
+            walk(next, edges, path, done, cycles);
+        }
+        path.pop();
+        done.insert(at.to_string());
+    }
+    let mut cycles = Vec::new();
+    let mut done = BTreeSet::new();
+    for module in edges.keys() {
+        walk(module, &edges, &mut Vec::new(), &mut done, &mut cycles);
+    }
+    assert!(
+        edges.len() > 10
+            && edges
+                .get("exchange")
+                .is_some_and(|e| e.contains("pipeline")),
+        "the walk reads the modules: {edges:?}"
+    );
+    assert!(
+        cycles.is_empty(),
+        "modules in a cycle:\n{}",
+        cycles.join("\n")
+    );
 }
 
 /// The rules above must bind something: each names files that exist.
@@ -199,6 +378,12 @@ fn the_rules_name_real_files() {
         "component",
         "cli",
         "sim.rs",
+        "mcp",
+        "report.rs",
+        "page",
+        "pipeline",
+        "pipeline.rs",
+        "adapter/host.rs",
     ] {
         assert!(src().join(path).exists(), "src/{path} is gone");
     }

@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use mcp_toon::config::Settings;
 use mcp_toon::page::handle::Handle;
 use mcp_toon::page::keys;
-use mcp_toon::page::serve;
+use mcp_toon::exchange::serve;
 use mcp_toon::shared::{Entropy, SharedMemory};
 use mcp_toon::sim::Script;
 use mcp_toon::stage::trim::LlmReply;

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::abi;
-use super::host::Envoy;
+use super::host::{self, Envoy};
 use super::root::Root;
 use crate::driver::Driver;
 use crate::host::{Action, Direction};
@@ -37,8 +37,6 @@ thread_local! {
     // Keyed by context ids, which Envoy chooses.
     static ROOTS: RefCell<HashMap<u32, Root>> = RefCell::new(HashMap::default());
     static STREAMS: RefCell<HashMap<u32, Rc<Slot>>> = RefCell::new(HashMap::default());
-    /// Callout token → the stream that made the call.
-    pub(super) static CALLOUTS: RefCell<HashMap<u32, u32>> = RefCell::new(HashMap::default());
 }
 
 fn slot(id: u32) -> Option<Rc<Slot>> {
@@ -210,7 +208,7 @@ pub extern "C" fn proxy_on_http_call_response(
     body: usize,
     _trailers: usize,
 ) {
-    let Some(id) = CALLOUTS.with(|c| c.borrow_mut().remove(&token)) else {
+    let Some(id) = host::callout_stream(token) else {
         log::warn!("mcp-toon: reply to unknown callout {token}");
         return;
     };

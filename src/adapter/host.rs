@@ -2,17 +2,27 @@
 //! call through the panic-free wrappers, its status turned into a
 //! [`HostError`]. Nothing is decided here.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 use std::time::{Duration, SystemTime};
 
 use super::abi::{self, Buffer, Headers as Map};
-use super::exports::CALLOUTS;
 use crate::callout::LlmRequest;
 use crate::driver::all_gauges;
 use crate::host::{Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel};
 use crate::report::all_metrics;
+
+thread_local! {
+    /// Callout token → the stream that made the call (Envoy's ids).
+    static CALLOUTS: RefCell<FxHashMap<u32, u32>> = RefCell::new(FxHashMap::default());
+}
+
+/// The stream a callout's reply belongs to, forgotten as it is read.
+pub(super) fn callout_stream(token: u32) -> Option<u32> {
+    CALLOUTS.with(|c| c.borrow_mut().remove(&token))
+}
 
 /// `NotFound` of the ABI: a metric this VM did not define.
 const NOT_FOUND: HostError = HostError(1);

@@ -5,10 +5,10 @@
 use super::side::Site;
 use super::{best_effort, Driver, Shared, SUMMARY_HEADER};
 use crate::callout::LlmReply;
+use crate::exchange::UpstreamReply;
 use crate::exchange::{Flow, Out, Step};
 use crate::host::{Action, Direction, Headers, Host, HostError, LogLevel};
 use crate::outcome::Reason;
-use crate::page::reissue::UpstreamReply;
 
 impl Driver {
     pub(super) fn body(

@@ -63,10 +63,10 @@ use side::{Side, Site};
 
 use crate::callout::LlmReply;
 use crate::config::{Settings, StreamInfo, VM_WORK_FACTOR};
+use crate::exchange::UpstreamReply;
 use crate::exchange::{Exchange, RequestHead, ResponseHead, ResponsePlan};
 use crate::host::{Action, Body, Direction, HeaderMap, Headers, Host, LogLevel};
 use crate::outcome::Reason;
-use crate::page::reissue::UpstreamReply;
 
 /// Gauge: the most response bytes one stream held between callbacks on
 /// this VM (an incomplete trailing SSE event, events queued behind a
@@ -84,7 +84,7 @@ pub const VM_MEMORY_BYTES: &str = "mcp_toon_vm_memory_bytes";
 /// `wasm.mcp_toon`, readable with `%FILTER_STATE(wasm.mcp_toon:PLAIN)%`.
 pub const RECORD_PROPERTY: &str = "mcp_toon";
 /// Response header summarising the decisions when headers were held.
-pub const SUMMARY_HEADER: &str = "x-mcp-toon";
+pub use crate::report::SUMMARY_HEADER;
 /// APISIX (wasm-nginx-module) runs a plugin's body callbacks only when the
 /// plugin sets these properties to a non-empty value in the matching header
 /// callback (APISIX docs, "Wasm"). Other hosts treat them as ordinary

@@ -7,7 +7,8 @@ use super::shared::Shared;
 use super::{best_effort, Vm, HELD_BYTES_MAX, VM_HELD_BYTES, VM_HELD_BYTES_MAX, VM_MEMORY_BYTES};
 use crate::config::Settings;
 use crate::host::{Host, LogLevel};
-use crate::page::store::{Figures, Store};
+use crate::page::store::Store;
+use crate::report::Figures;
 use crate::report::STORE_GAUGES;
 use crate::shared::SessionStore;
 

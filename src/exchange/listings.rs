@@ -24,8 +24,11 @@
 //! from the operator's configuration, never from a request), at most
 //! `listings.max_listing_bytes` of tool text, and is used until
 //! `listings.ttl_s` (or a 2026-07-28 result's `ttlMs`, when shorter) has
-//! passed. Past either, or in another VM, it is missing, and a call of an
-//! added tool gets a tool error telling the agent to list tools again.
+//! passed, or until a `notifications/tools/list_changed` crosses one of
+//! the scope's event streams the plugin reads (the client's GET stream, the
+//! answer to a `tools/call` or `tools/list`). Past either, or in another VM,
+//! it is missing, and a call of an added tool gets a tool error telling the
+//! agent to list tools again.
 
 use std::sync::Arc;
 
@@ -45,6 +48,10 @@ use crate::report::Decision;
 /// compiler drops the code below from it. Native builds (the tests, with
 /// every feature) keep it.
 const BUILT: bool = !cfg!(all(feature = "traefik", target_arch = "wasm32"));
+
+/// The notification that ends a kept list (MCP 2025-06-18 "Tools", "List
+/// Changed Notification").
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// The shortest a kept list is used, whatever `ttlMs` says.
 pub const MIN_KEEP_MS: u64 = 60_000;
@@ -197,6 +204,12 @@ impl Exchange {
 
     /// The request body may be rewritten (a call of the call tool): its
     /// `content-length` must not go upstream.
+    /// The scope keeps its servers' tool lists (`listings.mode` is not
+    /// `off`).
+    pub(super) fn keeps_listings(&self) -> bool {
+        BUILT && self.settings.listing_policy(self.scope).mode != ListingMode::Off
+    }
+
     pub(super) fn listing_rewrites(&self) -> bool {
         self.settings.listing_policy(self.scope).mode == ListingMode::Disclose
     }
@@ -368,6 +381,43 @@ impl Exchange {
             original: Some(held),
         };
         Step::new(out, Flow::Pause).with_reply(framing.reply(&message, None))
+    }
+
+    /// One event's message (or batch) on a stream of the scope: a
+    /// `notifications/tools/list_changed` says the kept list is stale, so it
+    /// is forgotten. A call of an added tool then tells the agent to list
+    /// the tools again, and the client's next `tools/list` keeps the new
+    /// list (clients list again on this notification).
+    pub(super) fn listing_changed(&mut self, data: &str, sessions: &mut dyn SessionStore) {
+        if !self.keeps_listings() {
+            return;
+        }
+        // Most events are something else: one substring search first.
+        if memchr::memmem::find(data.as_bytes(), LIST_CHANGED.as_bytes()).is_none() {
+            return;
+        }
+        let Ok(raw) = serde_json::from_str::<&RawValue>(data) else {
+            return;
+        };
+        let messages: Vec<&RawValue> = if raw.get().starts_with('[') {
+            serde_json::from_str(raw.get()).unwrap_or_default()
+        } else {
+            vec![raw]
+        };
+        let changed = messages.iter().any(|message| {
+            members(message).is_some_and(|m| {
+                field(&m, "id").is_none()
+                    && field(&m, "method")
+                        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+                        .is_some_and(|v| v == LIST_CHANGED)
+            })
+        });
+        if changed {
+            // Shared data has no delete (proxy-wasm ABI 0.2.1): an entry
+            // that expired at 0 reads as missing (`load`). CAS 0 overwrites
+            // whatever is there.
+            let _ = sessions.set(&self.catalog_key(), b"0 0\n", 0);
+        }
     }
 
     /// A response body (one JSON-RPC message or a batch) with each result

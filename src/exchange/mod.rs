@@ -27,18 +27,21 @@ mod stream;
 
 use std::sync::Arc;
 
+pub use crate::media::{is_media, media_type};
 pub use crate::shared::{NoSessions, SessionStore, Unstored};
 use collect::Collected;
+pub use paging::reissue::UpstreamReply;
+pub use paging::serve;
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::host::Direction;
 use crate::mcp::RequestInfo;
 use crate::outcome::Reason;
-use crate::page::reissue::Reissue;
 use crate::page::LocalReply;
 use crate::pipeline::Job;
 use crate::report::{Decision, Report};
+use paging::reissue::Reissue;
 
 /// Most decisions a stream's record keeps; older ones are counted in
 /// metrics, then only their number stays (`omitted` in the record).
@@ -681,19 +684,6 @@ impl Exchange {
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done && self.job.is_none() && self.measured.is_empty()
     }
-}
-
-/// The media type of a `content-type` value, lowercased, parameters dropped
-/// (RFC 9110 §8.3.1).
-pub fn media_type(content_type: &str) -> &str {
-    content_type.split(';').next().unwrap_or_default().trim()
-}
-
-/// Whether a `content-type` (or an `accept` entry) names `media`, which is
-/// lowercase; media types compare without regard to case (RFC 9110 §8.3.1).
-/// No lowercase copy is made: this runs on every request and response.
-pub fn is_media(value: &str, media: &str) -> bool {
-    media_type(value).eq_ignore_ascii_case(media)
 }
 
 #[cfg(test)]

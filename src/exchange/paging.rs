@@ -20,16 +20,25 @@
 //! A re-issued call that comes back through the gateway's own listener
 //! (`paging.reissue_cluster`) carries a mark ([`crate::page::mark`]); such
 //! a request passes untouched, its mark removed.
+//!
+//! The page call itself is answered in [`serve`] (from the store, or by
+//! [`reissue`]): above the pipeline, since a re-issued result meets the
+//! stages again; the pages, handles and owners it reads are
+//! [`crate::page`]'s, below it.
+
+mod call;
+pub mod reissue;
+pub mod serve;
 
 use super::{Exchange, Flow, Out, Phase, RequestPlan, SessionStore, Step};
 use crate::callout::LlmReply;
 use crate::outcome::Reason;
 use crate::page::keys;
 use crate::page::owner::Owner;
-use crate::page::reissue::UpstreamReply;
-use crate::page::serve::{self, Answer, Context, Parsed};
 use crate::page::{mark, Framing};
 use crate::pipeline::{Job, Output, PageContext};
+use reissue::UpstreamReply;
+use serve::{Answer, Context, Parsed};
 
 impl Exchange {
     /// The host should hand every request header to
@@ -235,7 +244,7 @@ impl Exchange {
     }
 
     /// The page store's figures since the driver last took them.
-    pub fn take_store_figures(&mut self) -> Option<crate::page::store::Figures> {
+    pub fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
         self.report.store.take()
     }
 }

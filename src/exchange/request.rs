@@ -269,8 +269,12 @@ impl Exchange {
             None
         };
         self.note_calls(&info);
+        // A listen stream is read where listings are kept: its
+        // `notifications/tools/list_changed` ends the kept list.
+        let listening = self.keeps_listings() && info.has_method(mcp::SUBSCRIPTIONS_LISTEN);
         let wanted = info.has_method(mcp::TOOLS_CALL)
-            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST));
+            || (self.settings.rewrites_listings() && info.has_method(mcp::TOOLS_LIST))
+            || listening;
         if !wanted {
             if info.skipped.is_empty() {
                 self.pass_unrecorded(Reason::NotToolsCall);
@@ -299,9 +303,10 @@ impl Exchange {
     /// `tools/call` whose tool's policy changes nothing, that carries no
     /// query (answered, or refused with a note, by the project stage) and
     /// is no call of the page tool where paging is on (the plugin's own
-    /// tool, never the server's to answer as it likes), and no listing is
-    /// rewritten. Then the response is never read (DESIGN "Off means off,
-    /// and costs (almost) nothing").
+    /// tool, never the server's to answer as it likes), no listing is
+    /// rewritten, and no listen stream may end a kept list. Then the
+    /// response is never read (DESIGN "Off means off, and costs (almost)
+    /// nothing").
     fn answers_unchanged(&self, info: &RequestInfo) -> bool {
         info.calls
             .iter()
@@ -311,7 +316,8 @@ impl Exchange {
     /// No stage can change the answer to one request: a `tools/call` of a
     /// tool whose policy changes nothing, without a query (`query`: it
     /// carries one, or may) and other than the page tool where paging is
-    /// on; `tools/list` where no listing changes; any other method.
+    /// on; `tools/list` where no listing changes; `subscriptions/listen`
+    /// where no list is kept; any other method.
     fn call_unchanged(&self, method: &str, tool: Option<&str>, query: bool) -> bool {
         let s = &self.settings;
         match method {
@@ -323,6 +329,7 @@ impl Exchange {
                     && s.policy(self.scope, tool).changes_nothing()
             }
             mcp::TOOLS_LIST => !s.rewrites_listings(),
+            mcp::SUBSCRIPTIONS_LISTEN => !self.keeps_listings(),
             _ => true,
         }
     }

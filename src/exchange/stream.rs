@@ -298,6 +298,7 @@ impl Exchange {
             self.report.push(Decision::response(Reason::InvalidUtf8));
             return EventPlan::Ready(event.into_raw(), None);
         };
+        self.listing_changed(data, sessions);
         // Listings first, as for a JSON body (`json::relisted_output`).
         let relisted = self
             .listing_response(data.as_bytes(), sessions)

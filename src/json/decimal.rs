@@ -94,8 +94,4 @@ impl Decimal {
             exponent,
         })
     }
-
-    pub fn is_zero(&self) -> bool {
-        self.digits.is_empty()
-    }
 }

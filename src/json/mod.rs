@@ -19,6 +19,7 @@ mod strict;
 pub use decimal::Decimal;
 pub use end::{EndScanner, Progress};
 pub use object::{members, object};
+pub(crate) use strict::NUMBER_TOKEN;
 pub use strict::{parse_strict, StrictError};
 
 use serde_json::Value;

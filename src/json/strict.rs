@@ -37,7 +37,7 @@ fn has_duplicate_keys(text: &str) -> bool {
 
 /// serde_json's `arbitrary_precision` feature hands numbers to visitors as a
 /// one-entry map under this key.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 #[derive(Clone, Copy)]
 struct DupCheck;

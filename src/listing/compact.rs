@@ -33,11 +33,25 @@
 //! - `execution: {"taskSupport": "forbidden"}` goes at every level: it is
 //!   what a tool without `execution` means (MCP 2025-11-25
 //!   `ToolExecution.taskSupport`, default `"forbidden"`).
+//! - From `medium`, an `annotations` hint goes where a client that applies
+//!   the spec's defaults reads the same without it, and one that reads an
+//!   absent hint as false is at most more careful (MCP 2025-06-18
+//!   `ToolAnnotations`): `readOnlyHint: false` and `idempotentHint: false`
+//!   (false by default); beside `readOnlyHint: true`, `destructiveHint:
+//!   false` and `idempotentHint: true` (both meaningful only when
+//!   `readOnlyHint` is false; read as false, the second only makes a
+//!   client retry less). `destructiveHint: true` and `openWorldHint` stay:
+//!   a client that reads them without the default would take a destructive
+//!   or open-world tool for a safe one. An object that names a hint twice
+//!   is left as it is.
 //! - The tool's `description`: its first sentence from `medium`, cut to
 //!   `max_description_bytes` at `high`.
+//! - The tool's `title`, from `medium`, where it has the same letters and
+//!   digits as its `name`, case aside ("Create Entities" for
+//!   `create_entities`): a client shows the name where there is no title.
 //!
-//! Every other member of a tool (`name`, `title`, `annotations`, `icons`,
-//! `execution`, `_meta`, ...) passes as it is.
+//! Every other member of a tool (`name`, any other `title`, the annotations' `title`
+//! and other hints, `icons`, `execution`, `_meta`, ...) passes as it is.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -109,6 +123,8 @@ enum Ctx {
     /// A JSON Schema object; `true` at the root of `inputSchema` /
     /// `outputSchema`.
     Schema(Side, bool),
+    /// The tool's `annotations` (from `medium`).
+    Annotations,
     /// An object whose values are schemas (`properties`, ...).
     Map(Side),
     /// The root schema's `$defs` (or draft-07 `definitions`): its entries
@@ -130,6 +146,28 @@ enum Act {
     /// below it depends on the dialect; the flag says whether it names a
     /// dialect that ignores `$ref`'s siblings.
     Dialect(bool),
+    /// An annotation hint (which of the four, and what its value allows),
+    /// dropped or not when its object closes.
+    Hint(u8, Hint),
+    /// The tool's `name`: kept, and read for its `title`.
+    Name,
+    /// The tool's `title` (from `medium`): dropped when it says no more
+    /// than the name.
+    Title,
+}
+
+/// An annotation hint whose absence may mean the same as its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hint {
+    /// `readOnlyHint` or `idempotentHint` written `false`: goes.
+    FalseByDefault,
+    /// `destructiveHint: false` or `idempotentHint: true`: goes beside
+    /// `readOnlyHint: true`.
+    BesideReadOnly,
+    /// `readOnlyHint: true`: stays, and lets `NotDestructive` go.
+    ReadOnly,
+    /// Any other value of one of the four hints: stays.
+    Other,
 }
 
 struct Walk<'a> {
@@ -228,7 +266,9 @@ impl<'a> Walk<'a> {
             return None;
         }
         match (self.peek()?, ctx) {
-            (b'{', Ctx::Tool | Ctx::Schema(..) | Ctx::Map(_)) => self.object(ctx, depth),
+            (b'{', Ctx::Tool | Ctx::Schema(..) | Ctx::Map(_) | Ctx::Annotations) => {
+                self.object(ctx, depth)
+            }
             (b'[', Ctx::List(side)) => self.array(Ctx::Schema(side, false), depth),
             (b'{', _) => self.object(Ctx::Opaque, depth),
             (b'[', _) => self.array(Ctx::Opaque, depth),
@@ -285,6 +325,11 @@ impl<'a> Walk<'a> {
         }
         let mut members = Vec::new();
         let mut dialect = None;
+        let mut hints: Vec<(usize, u8, Hint)> = Vec::new();
+        // A tool's `name` and `title` values (each member's index and the
+        // value's span), every one seen.
+        let mut names: Vec<Range<usize>> = Vec::new();
+        let mut titles: Vec<(usize, Range<usize>)> = Vec::new();
         loop {
             self.ws();
             let start = self.i;
@@ -322,6 +367,21 @@ impl<'a> Walk<'a> {
                     dialect = Some((members.len(), ignores_ref_siblings));
                     false
                 }
+                Act::Hint(which, hint) => {
+                    self.value(Ctx::Opaque, depth + 1)?;
+                    hints.push((members.len(), which, hint));
+                    false
+                }
+                Act::Name => {
+                    self.value(Ctx::Opaque, depth + 1)?;
+                    names.push(value..self.i);
+                    false
+                }
+                Act::Title => {
+                    self.value(Ctx::Opaque, depth + 1)?;
+                    titles.push((members.len(), value..self.i));
+                    false
+                }
             };
             members.push(Member {
                 span: start..self.i,
@@ -345,6 +405,16 @@ impl<'a> Walk<'a> {
         }
         if root {
             self.prune_definitions(&mut members);
+        }
+        drop_hints(&hints, &mut members);
+        if let ([name], [(at, title)]) = (names.as_slice(), titles.as_slice()) {
+            if let (Some(name), Some(title)) =
+                (self.text.get(name.clone()), self.text.get(title.clone()))
+            {
+                if let Some(m) = members.get_mut(*at) {
+                    m.drop = same_words(name, title);
+                }
+            }
         }
         self.drop_members(&members);
         Some(())
@@ -515,9 +585,32 @@ impl<'a> Walk<'a> {
             Ctx::Tool => match key {
                 "description" if level >= Level::Medium => Act::Describe,
                 "execution" if self.at(br#"{"taskSupport":"forbidden"}"#) => Act::Drop,
+                "annotations" if level >= Level::Medium => Act::Keep(Ctx::Annotations),
+                "name" => Act::Name,
+                "title" if level >= Level::Medium => Act::Title,
                 "inputSchema" => Act::Keep(Ctx::Schema(Side::Input, true)),
                 "outputSchema" if level >= Level::Medium => {
                     Act::Keep(Ctx::Schema(Side::Output, true))
+                }
+                _ => Act::Keep(Ctx::Opaque),
+            },
+            Ctx::Annotations => match key {
+                "readOnlyHint" | "idempotentHint" | "destructiveHint" | "openWorldHint" => {
+                    let which = match key {
+                        "readOnlyHint" => 0,
+                        "idempotentHint" => 1,
+                        "destructiveHint" => 2,
+                        _ => 3,
+                    };
+                    let hint = match (key, self.at(b"false"), self.at(b"true")) {
+                        ("readOnlyHint", _, true) => Hint::ReadOnly,
+                        ("destructiveHint", true, _) | ("idempotentHint", _, true) => {
+                            Hint::BesideReadOnly
+                        }
+                        ("readOnlyHint" | "idempotentHint", true, _) => Hint::FalseByDefault,
+                        _ => Hint::Other,
+                    };
+                    Act::Hint(which, hint)
                 }
                 _ => Act::Keep(Ctx::Opaque),
             },
@@ -666,6 +759,53 @@ impl<'a> Walk<'a> {
                 }
             };
             self.edits.push((span, String::new()));
+        }
+    }
+}
+
+/// The two JSON string literals say the same words: their letters and
+/// digits alike, ASCII case aside (`create_entities`, `"Create Entities"`). A
+/// client shows a tool's name where it has no title (MCP 2025-06-18
+/// `BaseMetadata.title`), so such a title tells a reader nothing more.
+fn same_words(name: &str, title: &str) -> bool {
+    let (Ok(name), Ok(title)) = (
+        serde_json::from_str::<Cow<'_, str>>(name),
+        serde_json::from_str::<Cow<'_, str>>(title),
+    ) else {
+        return false;
+    };
+    // ASCII case only: Unicode's case tables would cost the module tens of
+    // kilobytes, and a title that differs from its name beyond ASCII case
+    // only stays.
+    let words = |s: &str| {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || !c.is_ascii())
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<String>()
+    };
+    !title.trim().is_empty() && words(&name) == words(&title)
+}
+
+/// Marks the annotation hints that go (see the module's notes): none when
+/// a hint is named twice, since JSON leaves which one counts to the reader
+/// (RFC 8259 §4) and dropping one could change what another reader sees.
+fn drop_hints(hints: &[(usize, u8, Hint)], members: &mut [Member]) {
+    let mut seen = [false; 4];
+    for (_, which, _) in hints {
+        match seen.get_mut(usize::from(*which)) {
+            Some(s) if !*s => *s = true,
+            _ => return,
+        }
+    }
+    let read_only = hints.iter().any(|(_, _, h)| *h == Hint::ReadOnly);
+    for (at, _, hint) in hints {
+        let goes = match hint {
+            Hint::FalseByDefault => true,
+            Hint::BesideReadOnly => read_only,
+            Hint::ReadOnly | Hint::Other => false,
+        };
+        if let Some(m) = members.get_mut(*at) {
+            m.drop = goes;
         }
     }
 }

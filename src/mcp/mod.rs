@@ -4,7 +4,7 @@
 //! so a rewrite changes nothing else.
 
 mod edit;
-mod request;
+pub(crate) mod request;
 mod response;
 mod scan;
 
@@ -26,6 +26,14 @@ use serde_json::value::RawValue;
 pub const TOOLS_CALL: &str = "tools/call";
 /// The listing `annotate_tools` adds the decode hint to.
 pub const TOOLS_LIST: &str = "tools/list";
+/// Most bytes of a `tools/call`'s arguments the request model keeps with
+/// the call: a page handle carries them to call the tool again, and longer
+/// ones would cost an agent more tokens than paging saves (such results page
+/// from the store only, `crate::page::handle`).
+pub const MAX_ARGUMENTS: usize = 512;
+/// The stream of change notifications a 2026-07-28 client opens (SEP-2575);
+/// earlier revisions send them on the GET stream or a request's own.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
 /// The messages of a body: one object, or the elements of a batch array
 /// (JSON-RPC 2.0 §6); `None` when the body is neither. Every reader of a

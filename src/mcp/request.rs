@@ -17,7 +17,7 @@ pub struct Call {
     /// The declared intent of a `tools/call` (see [`crate::intent`]).
     pub intent: Option<String>,
     /// `params.arguments` of a `tools/call` as sent, when at most
-    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes: a signed page handle
+    /// [`crate::mcp::MAX_ARGUMENTS`] bytes: a signed page handle
     /// carries them to call the tool again.
     pub arguments: Option<String>,
     /// An intent was declared but is longer than the limit: none is used.
@@ -178,7 +178,7 @@ pub(crate) mod by_serde {
 
     use super::{Call, Declared, RequestInfo};
     use crate::config::Limits;
-    use crate::json::object;
+    use crate::json::{members, object};
     use crate::mcp::{id_key, messages, TOOLS_CALL};
     use crate::outcome::Reason;
 
@@ -190,6 +190,48 @@ pub(crate) mod by_serde {
         method: Option<Cow<'a, str>>,
         #[serde(borrow)]
         params: Option<&'a RawValue>,
+    }
+
+    /// `params` as [`declared`] reads it.
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        arguments: Option<&'a RawValue>,
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+
+    /// The non-empty string in `params.arguments.<arg>` or `params._meta.<arg>`.
+    /// Arguments with a key twice declare none (and keep it: [`strip`] reads
+    /// them the same way). Requests are read by `crate::mcp::scan` in one
+    /// pass; this is the reference it is compared with.
+    pub(crate) fn declared(params: &RawValue, arg: &str) -> Option<String> {
+        let p: Params = object(params)?;
+        [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
+            let members = members(raw)?;
+            let (_, value) = members.iter().find(|(k, _)| k == arg)?;
+            let text: String = serde_json::from_str(value.get()).ok()?;
+            let text = text.trim();
+            (!text.is_empty()).then(|| text.to_string())
+        })
+    }
+
+    /// [`declared`] for the query argument: a value there that is no string is
+    /// kept as [`super::QUERY_NOT_A_STRING`] and its JSON type, so the
+    /// project stage can say so.
+    pub(crate) fn declared_query(params: &RawValue, arg: &str) -> Option<String> {
+        let p: Params = object(params)?;
+        [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
+            let members = members(raw)?;
+            let (_, value) = members.iter().find(|(k, _)| k == arg)?;
+            let first = *value.get().as_bytes().first()?;
+            if first != b'"' {
+                return Some(super::query_not_a_string(first));
+            }
+            let text: String = serde_json::from_str(value.get()).ok()?;
+            let text = text.trim();
+            (!text.is_empty()).then(|| text.to_string())
+        })
     }
 
     #[derive(Deserialize)]
@@ -225,17 +267,13 @@ pub(crate) mod by_serde {
                         .as_ref()
                         .and_then(|c| c.arguments)
                         .map(|a| a.get())
-                        .filter(|a| a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                        .filter(|a| a.len() <= crate::mcp::MAX_ARGUMENTS)
                         .map(str::to_string);
                     (
                         parsed.and_then(|c| c.name),
                         arguments,
-                        declared
-                            .intent
-                            .and_then(|arg| crate::intent::declared(p, arg)),
-                        declared
-                            .query
-                            .and_then(|arg| crate::intent::declared_query(p, arg)),
+                        declared.intent.and_then(|arg| self::declared(p, arg)),
+                        declared.query.and_then(|arg| declared_query(p, arg)),
                     )
                 }
                 _ => (None, None, None, None),

@@ -42,9 +42,7 @@ const VERSION: u8 = 2;
 const SEALED: u8 = 1;
 const HEADER_BYTES: usize = 30;
 const TAG_BYTES: usize = 16;
-/// Arguments longer than this are not carried: the handle would cost an
-/// agent more tokens than it saves. Such results page from the store only.
-pub const MAX_ARGUMENTS: usize = 512;
+pub use crate::mcp::MAX_ARGUMENTS;
 const MAX_TOOL: usize = 1024;
 /// `first_slot` of a cut whose pages are not kept in a store.
 pub const NOT_STORED: u32 = u32::MAX;

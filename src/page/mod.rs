@@ -8,7 +8,7 @@
 //!   every page is kept in proxy-wasm shared data when the result is cut, so
 //!   a page call is one shared-data read. Needs the page call to reach the
 //!   same Envoy (one instance, or routing that keeps a client on one).
-//! - **By calling the tool again** ([`reissue`]): a sealed handle
+//! - **By calling the tool again** (the exchange's re-issue): a sealed handle
 //!   ([`handle`]) carries the original call; a gateway that does not hold
 //!   the page re-issues the `tools/call` to the route's cluster (or back
 //!   through its own listener, [`mark`]), runs the same stages, checks the
@@ -19,15 +19,15 @@
 //!
 //! Either way a page is served only to its owner ([`owner`]): the caller
 //! it was cut for, on the same server. The page tool is answered from the
-//! request path: its call never reaches the server ([`serve`]).
+//! request path: its call never reaches the server
+//! (`crate::exchange::serve`, above the pipeline, whose stages a
+//! re-issued result meets again; this module is below it).
 
 pub mod cut;
 pub mod handle;
 pub mod keys;
 pub mod mark;
 pub mod owner;
-pub mod reissue;
-pub mod serve;
 pub mod store;
 pub mod tools;
 
@@ -52,7 +52,7 @@ impl Framing {
     /// JSON unless the client accepts only event streams.
     pub fn for_accept(accept: Option<&str>) -> Self {
         let media = || accept.unwrap_or("").split(',');
-        let is = crate::exchange::is_media;
+        let is = crate::media::is_media;
         let json =
             media().any(|m| is(m, "application/json") || is(m, "*/*") || is(m, "application/*"));
         let sse = media().any(|m| is(m, "text/event-stream"));

@@ -37,6 +37,7 @@
 //! later write reuses their slots, whose bytes it did not count.
 
 use crate::config::PagingSettings;
+use crate::report::Figures;
 use crate::shared::{SessionStore, Unstored};
 
 const INDEX: &str = "mcp_toon.page.index";
@@ -51,22 +52,6 @@ const ATTEMPTS: usize = 16;
 
 fn slot_key(slot: usize) -> String {
     format!("mcp_toon.page.{slot}")
-}
-
-/// What the store held after an operation, and what it did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Figures {
-    /// Bytes of page data held (slot values).
-    pub bytes: u64,
-    /// Slots holding a page.
-    pub pages: u64,
-    pub stored: u64,
-    /// Pages emptied before their expiry to make room (the owner's own,
-    /// and those below).
-    pub evicted: u64,
-    /// Of those, pages of another owner that held more than its fair share.
-    pub evicted_over_share: u64,
-    pub expired: u64,
 }
 
 /// Why pages were not kept.

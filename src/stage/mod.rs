@@ -1,6 +1,8 @@
 //! The stages a text block goes through, in the order the pipeline runs
-//! them. Each stage is a pure function of the block text and its resolved
-//! settings.
+//! them. Each stage reads a block's text and its resolved settings and
+//! answers with the new text or why it left it; the stages that need more
+//! (trim's LLM call, the budget's pages, the agent's query) say so in what
+//! they answer, and the pipeline carries it out.
 
 pub mod budget;
 pub mod clean;

@@ -3,11 +3,15 @@
 // listing against its ListToolsResultSchema), call tools, and report what the
 // client read with the response body as it crossed the wire.
 //
-// stdin:  {"url": "...", "steps": [{"list": true} | {"name": "...", "arguments": {...}}, ...]}
+// stdin:  {"url": "...", "steps": [{"list": true} | {"name": "...", "arguments": {...}} |
+//          {"listChanged": N}, ...]}
 // stdout: {"protocolVersion", "steps": [{"tools", "contentType", "body"} |
-//          {"name", "result" | "error", "contentType", "body"}, ...]}
+//          {"name", "result" | "error", "contentType", "body"} | {"listChanged"}, ...]}
+// A {"listChanged": N} step waits (up to 10 s) until the client has received N
+// `notifications/tools/list_changed` in all (on any stream), and reports how many.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
@@ -25,6 +29,10 @@ const recordingFetch = async (url, init) => {
 };
 
 const client = new Client({ name: "mcp-toon-e2e", version: "1" });
+let listChanged = 0;
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+  listChanged += 1;
+});
 const transport = new StreamableHTTPClientTransport(new URL(plan.url), { fetch: recordingFetch });
 await client.connect(transport);
 const out = { protocolVersion: transport.protocolVersion ?? null, steps: [] };
@@ -34,6 +42,12 @@ for (const step of plan.steps) {
   try {
     if (step.list) {
       entry.tools = (await client.listTools()).tools;
+    } else if (step.listChanged) {
+      const deadline = Date.now() + 10000;
+      while (listChanged < step.listChanged && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      entry.listChanged = listChanged;
     } else {
       entry.name = step.name;
       entry.result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} });

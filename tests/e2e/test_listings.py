@@ -71,6 +71,16 @@ def servers(work_dir: Path):
         s.stop()
 
 
+def allow(config: dict[str, Any]) -> None:
+    # listings.mode needs hold_headers, which needs Envoy to hold request
+    # headers while the body is read.
+    for lst in config["static_resources"]["listeners"]:
+        hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
+        for f in hcm["http_filters"]:
+            if f["name"] == "envoy.filters.http.wasm":
+                f["typed_config"]["config"]["allow_on_headers_stop_iteration"] = True
+
+
 @pytest.fixture(scope="module")
 def listings_envoy(servers: workspace.Servers, demo, work_dir: Path):
     """Per server: a listener compacting its listings and one disclosing
@@ -80,15 +90,6 @@ def listings_envoy(servers: workspace.Servers, demo, work_dir: Path):
     for name, port in ports.items():
         listeners[f"{name}_compact"] = (port, compact_config())
         listeners[f"{name}_disclose"] = (port, disclose_config(HOT[name]))
-
-    def allow(config: dict[str, Any]) -> None:
-        # listings.mode needs hold_headers, which needs Envoy to hold
-        # request headers while the body is read.
-        for lst in config["static_resources"]["listeners"]:
-            hcm = lst["filter_chains"][0]["filters"][0]["typed_config"]
-            for f in hcm["http_filters"]:
-                if f["name"] == "envoy.filters.http.wasm":
-                    f["typed_config"]["config"]["allow_on_headers_stop_iteration"] = True
 
     e = peers.start_envoy_for(listeners, work_dir, "envoy-listings", tweak=allow)
     try:
@@ -193,6 +194,30 @@ def props(tool: dict[str, Any]) -> list[str]:
     return list(tool.get("inputSchema", {}).get("properties", {}))
 
 
+HINTS = ("readOnlyHint", "idempotentHint", "destructiveHint", "openWorldHint")
+
+
+def meaning(tool: dict[str, Any]) -> tuple[Any, ...]:
+    """What a tool's annotations tell a client that applies the defaults of
+    MCP 2025-06-18 ToolAnnotations (destructiveHint and idempotentHint count
+    only when the tool is not read-only), and what a client that reads an
+    absent hint as false takes for safe: a compact listing may drop a hint
+    only where the first stays and the second is at most more careful."""
+    a = tool.get("annotations") or {}
+    read_only = a.get("readOnlyHint", False)
+    spec = (
+        read_only,
+        None if read_only else a.get("idempotentHint", False),
+        None if read_only else a.get("destructiveHint", True),
+        a.get("openWorldHint", True),
+    )
+    # Taken for safe by a client that reads an absent hint as false: not
+    # destructive, closed world, read-only.
+    naive = (bool(a.get("readOnlyHint")), bool(a.get("destructiveHint")), bool(a.get("openWorldHint")))
+    others = {k: v for k, v in a.items() if k not in HINTS}
+    return spec, naive, others
+
+
 # --- compact -------------------------------------------------------------------------------
 
 
@@ -212,9 +237,14 @@ def test_compact_listing_keeps_every_tool_callable_and_describe_gives_it_back(se
     compacted = listed(via["steps"][0])
     assert [t["name"] for t in compacted] == names + ["mcp_toon_describe"]
     for d, v in zip(listing, compacted):
-        # Never a name, an argument's name, what is required, an annotation.
+        # Never a name, an argument's name, what is required, what an
+        # annotation tells a client; a hint true by default stays as sent.
         assert props(v) == props(d) and v["inputSchema"].get("required") == d["inputSchema"].get("required")
-        assert v.get("annotations") == d.get("annotations")
+        assert meaning(v) == meaning(d), (d.get("annotations"), v.get("annotations"))
+        for hint in ("destructiveHint", "openWorldHint"):
+            sent_hint = (d.get("annotations") or {}).get(hint)
+            if sent_hint is True or hint == "openWorldHint":
+                assert (v.get("annotations") or {}).get(hint) == sent_hint, (hint, d, v)
         for arg, schema in d["inputSchema"].get("properties", {}).items():
             kept = v["inputSchema"]["properties"][arg]
             assert kept.get("type") == schema.get("type") and kept.get("enum") == schema.get("enum"), (arg, schema, kept)
@@ -341,3 +371,85 @@ def test_describe_without_a_kept_listing_tells_the_agent_to_list_again(servers, 
     # Either the list is missing (first test to run) or the name is unknown.
     message = result["content"][0]["text"]
     assert "list the tools again" in message or "no tool named" in message, message
+
+
+# --- a list that changes ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def changing_envoy(work_dir: Path):
+    """The demo server in its stateful SSE mode (its `add_tool` adds a tool
+    and sends `notifications/tools/list_changed`: on the client's GET stream
+    under 2025-11-25, on its `subscriptions/listen` stream under
+    2026-07-28), behind a listener compacting its listings."""
+    proc, port = harness.start_demo_server(work_dir, args=("--transport", "sse"))
+    try:
+        e = peers.start_envoy_for({"changing": (port, compact_config())}, work_dir, "envoy-listings-changing", tweak=allow)
+        try:
+            yield e
+        finally:
+            e.stop()
+    finally:
+        proc.stop()
+
+
+def describe(name: str) -> dict[str, Any]:
+    return {"name": "mcp_toon_describe", "arguments": {"name": name}}
+
+
+def list_again(result: dict[str, Any]) -> bool:
+    return result.get("isError") is True and "list the tools again" in result["content"][0]["text"]
+
+
+def test_a_list_changed_on_the_get_stream_ends_the_kept_list(changing_envoy):
+    """MCP 2025-11-25, the official TypeScript client: the server's
+    `notifications/tools/list_changed` reaches the client on its GET stream
+    through the plugin, which forgets the kept list then. Describe tells
+    the agent to list again (the list it kept lacks the new tool); the next
+    listing keeps the new list, and the new tool is described."""
+    steps = [LIST, describe("list_users"), {"name": "add_tool", "arguments": {"name": "fresh_ts"}}, {"listChanged": 1}]
+    steps += [describe("list_users"), LIST, describe("fresh_ts")]
+    run = ts_steps(changing_envoy.url("changing"), steps)
+    first, kept, added, heard, forgotten, relisted, fresh = run["steps"]
+    assert run["protocolVersion"] == "2025-11-25", run["protocolVersion"]
+    assert "fresh_ts" not in [t["name"] for t in listed(first)] and "mcp_toon_describe" in [t["name"] for t in listed(first)]
+    assert json.loads(text(kept))["name"] == "list_users", kept
+    assert added["result"]["content"][0]["text"] == "added fresh_ts", added
+    assert heard["listChanged"] >= 1, "the notification crossed the gateway"
+    assert list_again(forgotten["result"]), forgotten
+    assert "fresh_ts" in [t["name"] for t in listed(relisted)]
+    assert json.loads(text(fresh))["name"] == "fresh_ts", fresh
+
+
+def test_a_list_changed_on_a_2026_listen_stream_ends_the_kept_list(changing_envoy):
+    """MCP 2026-07-28, the official Python client's `listen` (SEP-2575):
+    the change event crosses the plugin on the `subscriptions/listen`
+    stream, which is read where lists are kept, and ends the kept list."""
+
+    async def flow() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with httpx2.AsyncClient(timeout=60) as http:
+            async with Client(streamable_http_client(changing_envoy.url("changing"), http_client=http), cache=None) as client:
+                out["version"] = client.protocol_version
+                out["first"] = [t.name for t in (await client.list_tools()).tools]
+                out["kept"] = (await client.call_tool("mcp_toon_describe", {"name": "list_users"})).model_dump(mode="json", exclude_none=True)
+                async with client.listen(tools_list_changed=True) as sub:
+                    out["added"] = (await client.call_tool("add_tool", {"name": "fresh_py"})).model_dump(mode="json", exclude_none=True)
+                    with anyio.fail_after(10):
+                        out["event"] = type(await anext(sub)).__name__
+                    out["forgotten"] = (await client.call_tool("mcp_toon_describe", {"name": "list_users"})).model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+                out["relisted"] = [t.name for t in (await client.list_tools()).tools]
+                fresh = await client.call_tool("mcp_toon_describe", {"name": "fresh_py"})
+                out["fresh"] = fresh.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return out
+
+    out = anyio.run(flow)
+    assert out["version"] == harness.PROTOCOL_VERSION, out["version"]
+    assert "fresh_py" not in out["first"] and "mcp_toon_describe" in out["first"]
+    assert not out["kept"].get("isError"), out["kept"]
+    assert out["event"] == "ToolsListChanged", out
+    assert list_again(out["forgotten"]), out["forgotten"]
+    assert "fresh_py" in out["relisted"]
+    assert json.loads(out["fresh"]["content"][0]["text"])["name"] == "fresh_py", out["fresh"]

@@ -186,6 +186,49 @@ fn reply_result(step: &Step) -> Value {
     v["result"].clone()
 }
 
+/// A describe call of `read_file` on cluster `fs` is answered from the
+/// kept list.
+fn described(s: &Arc<Settings>, m: &mut SharedMemory) -> bool {
+    let (step, _) = call(
+        s,
+        "mcp_toon_describe",
+        json!({"name": "read_file"}),
+        false,
+        m,
+    );
+    reply_result(&step).get("isError").is_none()
+}
+
+/// A describe call on cluster `fs` is told to list the tools again: the
+/// kept list is gone.
+fn assert_list_again(s: &Arc<Settings>, m: &mut SharedMemory) {
+    let (step, e) = call(
+        s,
+        "mcp_toon_describe",
+        json!({"name": "read_file"}),
+        false,
+        m,
+    );
+    let result = reply_result(&step);
+    assert_eq!(result["isError"], true);
+    assert!(result["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("list the tools again"));
+    assert_eq!(outcomes(&e), [Outcome::Passthrough(Reason::CatalogMissing)]);
+}
+
+/// The head of a 200 event stream of unknown length.
+fn event_stream() -> ResponseHead<'static> {
+    ResponseHead {
+        status: Some(200),
+        content_type: Some("text/event-stream"),
+        content_encoding: None,
+        content_length: None,
+        end_of_stream: false,
+    }
+}
+
 #[test]
 fn off_by_default_a_listing_passes_byte_identical() {
     // annotate_tools reads listings; no `listings` mode is set.
@@ -306,20 +349,7 @@ fn describe_answers_the_definition_as_sent_until_it_expires() {
     );
     // Past ttl_s the kept list is gone.
     m.now_ms += 61_000;
-    let (step, e) = call(
-        &s,
-        "mcp_toon_describe",
-        json!({"name": "read_file"}),
-        false,
-        &mut m,
-    );
-    let result = reply_result(&step);
-    assert_eq!(result["isError"], true);
-    assert!(result["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("list the tools again"));
-    assert_eq!(outcomes(&e), [Outcome::Passthrough(Reason::CatalogMissing)]);
+    assert_list_again(&s, &mut m);
     // Another cluster's streams never see this one's list.
     m.now_ms -= 61_000;
     let mut e = Exchange::new(Arc::clone(&s));
@@ -331,16 +361,7 @@ fn describe_answers_the_definition_as_sent_until_it_expires() {
 #[test]
 fn a_ttl_ms_shorter_than_ttl_s_ends_the_kept_list_sooner_but_not_at_once() {
     let s = settings(r#"{"mode":"compact","ttl_s":600}"#, "");
-    let describe = |m: &mut SharedMemory| {
-        let (step, _) = call(
-            &s,
-            "mcp_toon_describe",
-            json!({"name": "read_file"}),
-            false,
-            m,
-        );
-        reply_result(&step).get("isError").is_none()
-    };
+    let describe = |m: &mut SharedMemory| described(&s, m);
     let mut m = shared();
     let hinted = json!({"tools": tools(), "ttlMs": 120_000});
     list(&s, "fs", hinted, None, false, &mut m);
@@ -503,4 +524,99 @@ fn a_real_tool_called_by_name_goes_on_as_it_came() {
     let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "read_file", "arguments": {"path": "/a"}}}).to_string();
     assert_eq!(sent(step, body.as_bytes()), body.as_bytes());
     assert!(outcomes(&e).is_empty());
+}
+
+/// A client's GET event stream on `cluster` carrying `events`; the bytes
+/// the client gets.
+fn get_stream(
+    s: &Arc<Settings>,
+    cluster: &str,
+    events: &str,
+    shared: &mut SharedMemory,
+) -> Vec<u8> {
+    let mut e = Exchange::new(Arc::clone(s));
+    let info = stream(cluster);
+    e.request_headers(RequestHead {
+        accept: Some("text/event-stream"),
+        end_of_stream: true,
+        ..super::super::tests::head(&info, "GET", None)
+    });
+    e.response_headers(event_stream(), shared);
+    let body = events.as_bytes();
+    sent(e.response_chunk(body, true, shared), body)
+}
+
+#[test]
+fn a_list_changed_notification_ends_the_kept_list() {
+    let s = settings(r#"{"mode":"compact","ttl_s":600}"#, "");
+    let mut m = shared();
+    list(&s, "fs", json!({"tools": tools()}), None, false, &mut m);
+    assert!(described(&s, &mut m));
+    // Look-alikes leave it: a request named so (it has an id), the text in
+    // another member, another list's notification, and the notification on
+    // another cluster's stream.
+    let others = [
+        r#"{"jsonrpc":"2.0","id":4,"method":"notifications/tools/list_changed"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"notifications/tools/list_changed"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#,
+    ];
+    for data in others {
+        let events = format!("event: message\ndata: {data}\n\n");
+        assert_eq!(get_stream(&s, "fs", &events, &mut m), events.as_bytes());
+        assert!(described(&s, &mut m), "{data}");
+    }
+    let changed = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+    get_stream(&s, "other", changed, &mut m);
+    assert!(described(&s, &mut m));
+    // On this cluster's stream, in a batch or alone: passed as it came, and
+    // the kept list is gone until the client lists again.
+    for data in [
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        r#"[{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}]"#,
+    ] {
+        let events = format!(": keep-alive\n\nid: 7\ndata: {data}\n\n");
+        assert_eq!(get_stream(&s, "fs", &events, &mut m), events.as_bytes());
+        assert_list_again(&s, &mut m);
+        list(&s, "fs", json!({"tools": tools()}), None, false, &mut m);
+        assert!(described(&s, &mut m));
+    }
+}
+
+#[test]
+fn a_2026_listen_stream_is_read_only_where_lists_are_kept() {
+    let listen = json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": {"notifications": {"toolsListChanged": true}}}).to_string();
+    let events = concat!(
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":3}}}\n\n",
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":3}}}\n\n",
+    );
+    let open = |s: &Arc<Settings>, modern: bool, m: &mut SharedMemory| {
+        let mut e = Exchange::new(Arc::clone(s));
+        let step = request(&mut e, listen.as_bytes(), "fs", modern, m);
+        (e, step)
+    };
+    // Without listings its answer is not read (the body is, for TOON's
+    // sake, when no `Mcp-Method` header says what it is).
+    let off = settings(r#"{"mode":"off"}"#, "");
+    let mut m = shared();
+    let (e, _) = open(&off, false, &mut m);
+    assert!(e.is_done());
+    // With them: read, passed as it came, and the kept list is gone.
+    let s = settings(r#"{"mode":"compact","ttl_s":600}"#, "");
+    list(&s, "fs", json!({"tools": tools()}), None, false, &mut m);
+    let (mut e, step) = open(&s, true, &mut m);
+    assert_eq!(step.flow, Flow::Continue);
+    assert!(!e.is_done());
+    e.response_headers(event_stream(), &mut m);
+    let mut out = Vec::new();
+    for piece in events.as_bytes().chunks(17) {
+        out.extend(sent(e.response_chunk(piece, false, &mut m), piece));
+    }
+    out.extend(sent(e.response_chunk(b"", true, &mut m), b""));
+    assert_eq!(out, events.as_bytes());
+    assert!(
+        e.report().decisions.is_empty(),
+        "{:?}",
+        e.report().decisions
+    );
+    assert_list_again(&s, &mut m);
 }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::super::{Exchange, Flow, Out, RequestHead, ResponseHead, ResponsePlan};
 use crate::config::{Settings, StreamInfo};
-use crate::page::reissue::UpstreamReply;
+use crate::exchange::UpstreamReply;
 use crate::shared::{Entropy, SharedMemory};
 use crate::Reason;
 

@@ -10,7 +10,12 @@ fn exchange(config: &str) -> Exchange {
     Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
 }
 
-fn head<'a>(stream: &'a StreamInfo, method: &'a str, ct: Option<&'a str>) -> RequestHead<'a> {
+/// A request head on `stream` (also the other test modules' of the exchange).
+pub(super) fn head<'a>(
+    stream: &'a StreamInfo,
+    method: &'a str,
+    ct: Option<&'a str>,
+) -> RequestHead<'a> {
     RequestHead {
         stream,
         method,

@@ -52,6 +52,73 @@ fn medium_cuts_descriptions_and_output_annotations() {
 }
 
 #[test]
+fn medium_drops_only_the_hints_no_client_reads_as_less_careful_when_absent() {
+    let with = |a: &str| format!(r#"{{"name":"t","annotations":{a}}}"#);
+    let cases = [
+        // false by default, and false to a client that skips defaults.
+        (
+            r#"{"title":"T","readOnlyHint":false,"destructiveHint":true,"idempotentHint":false,"openWorldHint":true}"#,
+            Some(r#"{"title":"T","destructiveHint":true,"openWorldHint":true}"#),
+        ),
+        // destructiveHint and idempotentHint mean nothing beside
+        // readOnlyHint: true.
+        (
+            r#"{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}"#,
+            Some(r#"{"readOnlyHint":true,"openWorldHint":false}"#),
+        ),
+        // ... and without it, each says what its absence would not.
+        (r#"{"destructiveHint":false}"#, None),
+        (r#"{"idempotentHint":true,"destructiveHint":true}"#, None),
+        (
+            r#"{"readOnlyHint":false,"idempotentHint":true}"#,
+            Some(r#"{"idempotentHint":true}"#),
+        ),
+        (r#"{"readOnlyHint":false}"#, Some("{}")),
+        // A hint named twice: which one counts is the reader's, so nothing goes.
+        (
+            r#"{"readOnlyHint":true,"destructiveHint":false,"readOnlyHint":false}"#,
+            None,
+        ),
+        (r#"{"idempotentHint":false,"idempotentHint":true}"#, None),
+        // Not JSON booleans: they stay.
+        (r#"{"readOnlyHint":"false","idempotentHint":0}"#, None),
+        (r#"null"#, None),
+    ];
+    for (annotations, want) in cases {
+        let tool = with(annotations);
+        assert_eq!(compact_tool(&tool, how(Level::Light)), None, "{tool}");
+        assert_eq!(
+            compact_tool(&tool, how(Level::Medium)),
+            want.map(with),
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn medium_drops_a_title_that_repeats_the_name() {
+    let tool = |name: &str, title: &str| format!(r#"{{"name":{name},"title":{title},"x":1}}"#);
+    for (name, title, goes) in [
+        (r#""create_entities""#, r#""Create Entities""#, true),
+        (r#""sequentialthinking""#, r#""Sequential Thinking""#, true),
+        (r#""get-env""#, r#""Print Environment Tool""#, false),
+        (r#""read_file""#, r#""Read File (Deprecated)""#, false),
+        (r#""x""#, r#""""#, false),
+        (r#""café""#, r#""Café""#, true),
+        (r#""caf\u00e9""#, r#""Caf\u00e9""#, true),
+        (r#""été""#, r#""Été""#, false),
+    ] {
+        let t = tool(name, title);
+        assert_eq!(compact_tool(&t, how(Level::Light)), None, "{t}");
+        let want = goes.then(|| format!(r#"{{"name":{name},"x":1}}"#));
+        assert_eq!(compact_tool(&t, how(Level::Medium)), want, "{t}");
+    }
+    // A tool with two names or two titles keeps them all.
+    let twice = r#"{"name":"a_b","title":"A B","name":"c"}"#;
+    assert_eq!(compact_tool(twice, how(Level::Medium)), None);
+}
+
+#[test]
 fn the_dialect_stays_where_the_schema_depends_on_it() {
     let input = |schema: &str| format!(r#"{{"name":"t","inputSchema":{schema}}}"#);
     let kept = |schema: &str| {
@@ -338,6 +405,20 @@ fn prune(schema: &mut Value) {
     }
 }
 
+/// The hints whose absence every client reads the same (the rule of
+/// compact.rs, restated on values).
+fn strip_hints(a: &mut Map<String, Value>) {
+    let read_only = a.get("readOnlyHint") == Some(&Value::Bool(true));
+    a.retain(|k, v| {
+        !matches!(
+            (k.as_str(), &*v, read_only),
+            ("readOnlyHint" | "idempotentHint", Value::Bool(false), _)
+                | ("destructiveHint", Value::Bool(false), true)
+                | ("idempotentHint", Value::Bool(true), true)
+        )
+    });
+}
+
 fn expected(tool: &Value, level: Level) -> Value {
     let mut t = tool.clone();
     let map = t.as_object_mut().unwrap();
@@ -349,6 +430,21 @@ fn expected(tool: &Value, level: Level) -> Value {
         prune(s);
     }
     if level >= Level::Medium {
+        if let Some(Value::Object(a)) = map.get_mut("annotations") {
+            strip_hints(a);
+        }
+        let letters = |v: Option<&Value>| {
+            v.and_then(Value::as_str).map(|s| {
+                s.to_ascii_lowercase()
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || !c.is_ascii())
+                    .collect::<String>()
+            })
+        };
+        let title = letters(map.get("title"));
+        if title.is_some_and(|t| !t.is_empty() && Some(t) == letters(map.get("name"))) {
+            map.shift_remove("title");
+        }
         if let Some(s) = map.get_mut("outputSchema") {
             strip_schema(s, Side::Out, level, true, &mut (false, false));
             prune(s);
@@ -385,7 +481,7 @@ fn real_listings_keep_what_clients_rely_on() {
                     // Not a value only: the keys the level keeps are in
                     // their places, and nothing else moved.
                     assert_eq!(got["name"], tool["name"]);
-                    assert_eq!(got.get("annotations"), tool.get("annotations"));
+                    assert_eq!(got.get("annotations"), want.get("annotations"));
                     if level == Level::Light {
                         assert_eq!(got.get("outputSchema"), tool.get("outputSchema"));
                     }

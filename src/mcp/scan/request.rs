@@ -50,7 +50,7 @@ pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<Re
 struct Params {
     tool: Option<String>,
     /// `params.arguments` as written, when at most
-    /// [`crate::page::handle::MAX_ARGUMENTS`] bytes.
+    /// [`crate::mcp::MAX_ARGUMENTS`] bytes.
     arguments: Option<String>,
     intent: Option<String>,
     query: Option<String>,
@@ -209,7 +209,7 @@ impl<'a> Scanner<'a> {
         Some(Params {
             tool: name.value.filter(|_| read),
             arguments: arguments_text
-                .filter(|a| read && a.len() <= crate::page::handle::MAX_ARGUMENTS)
+                .filter(|a| read && a.len() <= crate::mcp::MAX_ARGUMENTS)
                 .map(str::to_string),
             intent: first(|f| &f.intent),
             query: first(|f| &f.query),

@@ -305,11 +305,11 @@ const REQUESTS: &[&str] = &[
 ];
 
 /// Each call's `arguments` as written, for a page handle (issue 15): the
-/// value's own text, none past `page::handle::MAX_ARGUMENTS` bytes, none
+/// value's own text, none past `mcp::MAX_ARGUMENTS` bytes, none
 /// where the name and the arguments cannot be read together.
 #[test]
 fn the_arguments_are_kept_as_written() {
-    let max = crate::page::handle::MAX_ARGUMENTS;
+    let max = crate::mcp::MAX_ARGUMENTS;
     // `{"s":"…"}` of exactly `len` bytes.
     let args = |len: usize| format!(r#"{{"s":"{}"}}"#, "x".repeat(len - 8));
     let call = |params: &str| format!(r#"{{"id":1,"method":"tools/call","params":{params}}}"#);

@@ -39,7 +39,9 @@ use serde_json::Value;
 pub use cost::Cost;
 
 use crate::config::QueryBudget;
-use crate::json::{self, StrictError};
+// NUMBER_TOKEN: serde_json's `arbitrary_precision` marker; a number
+// deserialized by a foreign `Deserialize` arrives as a map with this one key.
+use crate::json::{self, StrictError, NUMBER_TOKEN};
 use crate::mcp::QUERY_NOT_A_STRING;
 use crate::outcome::Reason;
 use eval::Eval;
@@ -309,10 +311,6 @@ fn variable(v: Value) -> Variable {
         ),
     }
 }
-
-/// serde_json's `arbitrary_precision` marker: a number deserialized by a
-/// foreign `Deserialize` arrives as a map with this one key.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A literal as the crate parsed it, with numbers put back.
 fn mend(v: &Variable) -> Option<Variable> {

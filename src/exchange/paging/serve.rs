@@ -4,7 +4,7 @@
 //! a JSON-RPC response with the request's id whose result is a
 //! `CallToolResult`), as JSON or one SSE event as the client accepts. A
 //! handle that is unknown, expired, forged, or another owner's (another
-//! caller, session or server: [`super::owner`]) gets a tool error
+//! caller, session or server: [`crate::page::owner`]) gets a tool error
 //! (`isError: true`) telling the agent to call the original tool again
 //! with narrower arguments. The owner is checked before anything else is
 //! done for the call: a foreign handle is never served from the store and
@@ -13,33 +13,18 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::handle::{Handle, Refused};
-use super::keys;
-use super::owner::Owner;
+use super::call::decision;
+pub use super::call::{refuse, Context, PageCall};
 use super::reissue::Reissue;
-use super::store::{Miss, Store};
-use super::{tool_result, tools, Framing, LocalReply};
-use crate::config::{Reissue as ReissuePolicy, ServerScope, Settings, StreamInfo};
+use crate::config::Reissue as ReissuePolicy;
 use crate::mcp::{id_key, TOOLS_CALL};
 use crate::outcome::{Outcome, Reason, Stage};
+use crate::page::handle::{Handle, Refused};
+use crate::page::keys;
+use crate::page::store::{Miss, Store};
+use crate::page::{tool_result, tools, LocalReply};
 use crate::report::Decision;
 use crate::shared::SessionStore;
-use crate::stage::budget::notice;
-
-/// A call of the page tool, read from a request body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageCall {
-    /// The request's id as its JSON text.
-    pub id: String,
-    /// `arguments.handle`, when it is a string.
-    pub handle: Option<String>,
-    /// `params._meta` as sent (MCP 2026-07-28 carries the protocol version
-    /// and client info there); a re-issued call carries it too.
-    pub meta: Option<String>,
-    /// The request speaks MCP 2026-07-28 or later (results need
-    /// `resultType`).
-    pub modern: bool,
-}
 
 #[derive(Deserialize)]
 struct Request<'a> {
@@ -113,7 +98,7 @@ pub fn parse(body: &[u8], tool_name: &str, max_id: usize) -> Option<Parsed> {
         id,
         handle,
         meta: params.meta.map(|m| m.get().to_string()),
-        modern: super::is_modern(version.as_deref()),
+        modern: crate::page::is_modern(version.as_deref()),
     }))
 }
 
@@ -154,55 +139,6 @@ pub enum Answer {
     Reissue(Box<Reissue>),
 }
 
-/// The request's context a page call needs.
-#[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
-    pub settings: &'a Settings,
-    pub scope: ServerScope,
-    pub stream: &'a StreamInfo,
-    /// Whom the page call comes from ([`Owner::of`] its request).
-    pub owner: &'a Owner,
-    pub framing: Framing,
-    /// `:path` and request headers of the page call, for a re-issued call.
-    pub path: &'a str,
-    pub headers: &'a [(String, String)],
-}
-
-fn decision(call: &PageCall, tool: Option<&str>, outcome: Outcome, bytes: usize) -> Decision {
-    Decision {
-        stage: Stage::Page,
-        outcome,
-        id: Some(call.id.clone()),
-        tool: tool.map(str::to_string),
-        block: None,
-        bytes_before: 0,
-        bytes_after: bytes,
-        lossless: false,
-        transform: None,
-    }
-}
-
-/// A tool error for a refused page call.
-pub fn refuse(
-    call: &PageCall,
-    framing: Framing,
-    reason: Reason,
-    tool: Option<&str>,
-) -> (LocalReply, Decision) {
-    let why = match reason {
-        Reason::PageExpired => "This page handle has expired.",
-        Reason::PageForeign => "This page handle belongs to another caller, session or server.",
-        Reason::PageChanged => "The result changed since its first page was sent (the tool returned something else when called again), so its pages would not fit together.",
-        Reason::PageReissueFailed => "The rest of this result is not held by this gateway, and calling the tool again failed.",
-        Reason::PageReissueTooLarge => "The rest of this result is not held by this gateway, and calling the tool again returned more than this gateway holds (paging.max_result_bytes).",
-        Reason::PageMissing => "The page tool needs its `handle` argument: the handle in the notice of the previous page.",
-        _ => "This page handle is unknown here: it was not issued by this gateway, or its pages are no longer held.",
-    };
-    let message = tool_result(&call.id, &[&notice::refused(why)], true, call.modern);
-    let d = decision(call, tool, Outcome::Passthrough(reason), 0);
-    (framing.reply(&message, None), d)
-}
-
 /// Answers a page call: from the store, by calling the tool again, or with
 /// a tool error.
 pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
@@ -212,7 +148,7 @@ pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host:
         .find(|(n, _)| n.eq_ignore_ascii_case("mcp-protocol-version"))
         .map(|(_, v)| v.as_str());
     let modern_call;
-    let call = if !call.modern && super::is_modern(header) {
+    let call = if !call.modern && crate::page::is_modern(header) {
         modern_call = PageCall {
             modern: true,
             ..call.clone()

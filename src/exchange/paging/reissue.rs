@@ -18,18 +18,18 @@
 //! Where it goes: straight to the route's cluster, which skips every filter
 //! listed after the plugin (an HTTP callout enters at the cluster); or,
 //! with `paging.reissue_cluster`, to a cluster that reaches the gateway's
-//! own listener, carrying a mark ([`super::mark`]) so the plugin there
+//! own listener, carrying a mark ([`crate::page::mark`]) so the plugin there
 //! lets it pass untouched while every other filter runs on it again. The
 //! answer is read up to `paging.max_result_bytes` (past it: refused,
 //! `page_reissue_too_large`).
 
-use super::cut::{page_of, Rebuilt};
-use super::handle::Handle;
-use super::keys::Key;
-use super::serve::{refuse, Context, PageCall};
-use super::{tool_result, Framing, LocalReply};
+use super::call::{refuse, Context, PageCall};
 use crate::config::{ServerScope, Settings};
 use crate::outcome::{Outcome, Reason, Stage};
+use crate::page::cut::{page_of, Rebuilt};
+use crate::page::handle::Handle;
+use crate::page::keys::Key;
+use crate::page::{tool_result, Framing, LocalReply};
 use crate::report::Decision;
 use crate::sse::{SseFramer, Unit};
 use crate::stage::budget::Item;
@@ -151,7 +151,7 @@ impl Reissue {
         let cluster = if via.is_empty() {
             route_cluster
         } else {
-            let mark = super::mark::make(
+            let mark = crate::page::mark::make(
                 mark_key?,
                 now_s,
                 s.paging.reissue_timeout_ms,
@@ -159,7 +159,7 @@ impl Reissue {
                 &authority_of(&headers),
                 &route_cluster,
             );
-            headers.push((super::mark::HEADER.to_string(), mark));
+            headers.push((crate::page::mark::HEADER.to_string(), mark));
             via.clone()
         };
         Some(Reissue {
@@ -255,7 +255,7 @@ fn authority_of(headers: &[(String, String)]) -> String {
 /// The JSON-RPC response with id `id` in an upstream body: the body itself
 /// (JSON), or the data of the `message` event that carries it (SSE).
 fn response_message(content_type: Option<&str>, body: &[u8], id: &str) -> Option<String> {
-    let sse = content_type.is_some_and(|ct| crate::exchange::is_media(ct, "text/event-stream"));
+    let sse = content_type.is_some_and(|ct| crate::media::is_media(ct, "text/event-stream"));
     let answers = |data: &str| {
         crate::mcp::parse_messages(data)
             .is_some_and(|ms| ms.iter().any(|m| m.id.as_deref() == Some(id)))
