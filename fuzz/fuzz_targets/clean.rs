@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
         remove_nulls: true,
         collapse_whitespace: true,
         compact_json: true,
+        python_literal: true,
         min_bytes: 0,
         base64_min_chars: 16,
         max_text_bytes: 0,

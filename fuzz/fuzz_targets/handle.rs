@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use mcp_toon::page::handle::Handle;
 use mcp_toon::page::keys::{self, Derived};
-use mcp_toon::page::{mark, serve};
+use mcp_toon::exchange::serve;
+use mcp_toon::page::mark;
 
 fn keys() -> &'static [Derived] {
     static K: OnceLock<Vec<Derived>> = OnceLock::new();

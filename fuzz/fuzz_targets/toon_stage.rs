@@ -14,7 +14,8 @@ fuzz_target!(|data: &[u8]| {
     let header = [Header::Marker, Header::Fence, Header::None][usize::from(knobs % 3)];
     let mode = if knobs & 0x80 != 0 { Mode::Always } else { Mode::Adaptive };
     let s = ToonSettings { mode, header, min_bytes: 0, min_rows: 1, ..ToonSettings::default() };
-    let measured = toon::encode_within(text, literal_len(text), &s, &mut toon::Budget::per_response());
+    let sizes = toon::Sizes::of(text, literal_len(text));
+    let measured = toon::encode_within(text, sizes, &s, &mut toon::Budget::per_response());
     if let Ok(e) = &measured {
         assert_eq!(e.wire, literal_len(&e.text), "wire size miscounted");
     }
