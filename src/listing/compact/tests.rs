@@ -269,22 +269,7 @@ fn strip_schema(v: &mut Value, side: Side, level: Level, root: bool, flags: &mut
                     }
                 }
             }
-            "allOf"
-            | "anyOf"
-            | "oneOf"
-            | "prefixItems"
-            | "items"
-            | "additionalProperties"
-            | "additionalItems"
-            | "contains"
-            | "propertyNames"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "unevaluatedItems"
-            | "unevaluatedProperties"
-            | "contentSchema" => match &mut child {
+            k if SUBSCHEMAS.contains(&k) => match &mut child {
                 Value::Array(a) => a
                     .iter_mut()
                     .for_each(|s| strip_schema(s, side, level, false, flags)),
@@ -322,22 +307,7 @@ fn refs(v: &Value, out: &mut Vec<String>, unresolved: &mut bool) {
                     m.values().for_each(|s| refs(s, out, unresolved));
                 }
             }
-            "allOf"
-            | "anyOf"
-            | "oneOf"
-            | "prefixItems"
-            | "items"
-            | "additionalProperties"
-            | "additionalItems"
-            | "contains"
-            | "propertyNames"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
-            | "unevaluatedItems"
-            | "unevaluatedProperties"
-            | "contentSchema" => match child {
+            k if SUBSCHEMAS.contains(&k) => match child {
                 Value::Array(a) => a.iter().for_each(|s| refs(s, out, unresolved)),
                 other => refs(other, out, unresolved),
             },
@@ -404,6 +374,27 @@ fn prune(schema: &mut Value) {
         }
     }
 }
+
+/// The keywords whose values are schemas or arrays of them (JSON Schema
+/// 2020-12 Core §10), as the model walks below read them.
+const SUBSCHEMAS: &[&str] = &[
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "prefixItems",
+    "items",
+    "additionalProperties",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
 
 /// The hints whose absence every client reads the same (the rule of
 /// compact.rs, restated on values).
