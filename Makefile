@@ -48,7 +48,7 @@ WASM := $(TARGET_DIR)/wasm32-wasip1/release/mcp_toon.wasm
 # (chacha20poly1305), the VM's memory ledger, the Python literal reader and
 # its printable table, tables below the root, and listings wired (about
 # 105 KB, most of it). 2.5 MiB still catches a dependency that balloons
-# the module; README "Module size" has the figures.
+# the module; docs/performance.md "Module size" has the figures.
 WASM_MAX_BYTES := 2621440
 # The Traefik plugin builds into its own target directory: the Envoy module
 # (WASM) keeps its path and its features.
@@ -84,14 +84,14 @@ traefik:
 	cp $(TRAEFIK_WASM) $(TRAEFIK_PLUGIN)/plugin.wasm
 
 lint:
-	$(CARGO) fmt --check
-	$(CARGO) clippy --all-targets --features cli,component,sim,traefik -- -D warnings
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --features cli,component,sim,traefik -- -D warnings
 	$(CARGO) clippy --features plugin --target wasm32-wasip1 -- -D warnings
 	$(CARGO) clippy --features traefik --target wasm32-wasip1 --target-dir $(TRAEFIK_TARGET) -- -D warnings
 	$(CARGO) clippy --features component --target wasm32-wasip2 -- -D warnings
 
 unit:
-	$(CARGO) test --features cli,component,sim,traefik
+	$(CARGO) test --workspace --features cli,component,sim,traefik
 
 # The WIT component run in a real component host (Wasmtime's Python
 # embedding), compared with the native core.

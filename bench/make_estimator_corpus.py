@@ -1,5 +1,5 @@
 """Writes bench/estimator/: texts the plugin's token estimator is calibrated
-against (src/stage/budget/estimate.rs; the calibration test is
+against (crates/core/src/stage/budget/estimate.rs; the calibration test is
 tests/estimator.rs). Together with bench/corpus/, the repository's own code
 and the TOON forms the test makes of every JSON text, they cover what MCP
 servers return: the demo server's results, diffs, logs in several shapes,

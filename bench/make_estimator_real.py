@@ -1,6 +1,6 @@
 """Writes bench/estimator/real/: the text items of real MCP servers' tool
 results, the real-server part of the token estimator's calibration corpus
-(src/stage/budget/estimate.rs; tests/estimator.rs holds it to the same
+(crates/core/src/stage/budget/estimate.rs; tests/estimator.rs holds it to the same
 bound as the rest, and reports it on its own).
 
 The servers are the real-server tier's (npm `@modelcontextprotocol/

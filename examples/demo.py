@@ -53,7 +53,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("tail_logs", {}),
 ]
 
-# Per-tool opt-ins of the lossy transforms (README "Recipes"). Every other
+# Per-tool opt-ins of the lossy transforms (docs/stages.md "Recipes"). Every other
 # tool gets the defaults: compact JSON and adaptive TOON, both lossless.
 PLUGIN_CONFIG: dict[str, Any] = {
     "hold_headers": True,

@@ -90,7 +90,7 @@ tokens.
   rows as a list of objects, larger than the JSON.
 - `pretty-json-config` changes through the clean stage's lossless compact
   JSON; `html-web-page` passes unchanged (`not_json`): HTML → Markdown, like
-  every lossy transform, is off by default (README "Recipes").
+  every lossy transform, is off by default (docs/stages.md "Recipes").
 """
 
 

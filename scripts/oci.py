@@ -37,7 +37,7 @@ Two images, one module (target/wasm32-wasip1/release/mcp_toon.wasm):
 Beside them, the Traefik plugin (`make traefik`) as a release archive:
 build/oci/mcp-toon-traefik-VERSION.tar.gz holds `mcp-toon/.traefik.yml` and
 `mcp-toon/plugin.wasm`, the directory a Traefik operator unpacks under
-`plugins-local/src/` (README "Loading it in Traefik"). Traefik loads local
+`plugins-local/src/` (docs/traefik.md). Traefik loads local
 plugins from files, not from a registry, so it is attached to the release,
 not pushed.
 

@@ -1,5 +1,5 @@
-"""Page-call latency from the store and by calling the tool again (README
-"Budgets and pages"): the demo server's export_rows (30,000 rows) cut to
+"""Page-call latency from the store and by calling the tool again
+(docs/budgets-and-pages.md): the demo server's export_rows (30,000 rows) cut to
 20,000-token pages behind one Envoy, 15 calls of one page each way.
 
 Run after `make build`: .venv/bin/python scripts/page_latency.py

@@ -1,34 +1,28 @@
 //! mcp-toon: cut the tokens AI agents pay for MCP `tools/call` results.
 //!
-//! The crate is a host-agnostic core (configuration, the MCP message model,
-//! the stages and the pipeline that orders them, the per-stream exchange and
-//! its report) plus thin hosts behind cargo features: proxy-wasm for Envoy
-//! (`adapter`), http-wasm for Traefik (`httpwasm`), the WIT component, the
-//! measuring CLI. No host's ABI is named outside its own module
-//! (tests/layering.rs).
+//! This crate is the engine over the core (`mcp-toon-core`, crates/core):
+//! the pipeline that orders the stages, pages, the per-stream exchange, the
+//! driver every host calls, and thin hosts behind cargo features:
+//! proxy-wasm for Envoy (`adapter`), http-wasm for Traefik (`httpwasm`),
+//! the WIT component, the measuring CLI. The core's modules are re-exported
+//! under the same paths (`mcp_toon::stage`, `crate::config`), so a path
+//! reads the same on either side of the crate boundary; the boundary itself
+//! is the dependency: the core cannot name anything here. No host's ABI is
+//! named outside its own module (tests/layering.rs, ARCHITECTURE.md).
 
-pub mod callout;
-pub mod config;
-pub mod convert;
+pub use mcp_toon_core::{
+    callout, config, convert, intent, json, listing, marker, mcp, media, outcome, report, sse,
+    stage, tag,
+};
+
 pub mod driver;
 pub mod exchange;
 pub mod host;
-pub mod intent;
-pub mod json;
-pub mod listing;
-pub mod marker;
-pub mod mcp;
-pub mod media;
-pub mod outcome;
 pub mod page;
 pub mod pipeline;
-pub mod report;
 pub mod shared;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
-pub mod sse;
-pub mod stage;
-pub mod tag;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;

@@ -14,7 +14,7 @@
 //!
 //! `cargo test --features cli --test estimator -- --nocapture` prints the
 //! error distribution, of everything and of the real-server part alone
-//! (README "Budgets" quotes both).
+//! (docs/budgets-and-pages.md quotes both).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -64,8 +64,10 @@ fn corpus() -> Vec<(String, String)> {
         &mut paths,
     );
     files(&root.join("src"), &["rs"], &mut paths);
+    files(&root.join("crates/core/src"), &["rs"], &mut paths);
     files(&root.join("examples"), &["py", "yaml"], &mut paths);
     files(&root.join("tests/e2e"), &["py"], &mut paths);
+    files(&root.join("docs"), &["md"], &mut paths);
     for p in paths {
         out.push((name(&p), std::fs::read_to_string(&p).unwrap()));
     }
@@ -295,7 +297,7 @@ fn pages_in_real_tokens(tok: &Tokenizer, config: &str, table: &str, tokens: usiz
         .collect()
 }
 
-/// README "Budgets": a budget is a ceiling in real tokens. Every page of a
+/// docs/budgets-and-pages.md: a budget is a ceiling in real tokens. Every page of a
 /// cut international table (2.3 MB of Polish, Icelandic and Vietnamese
 /// customers; tables of every script of `bench/international.py`), as TOON
 /// and as JSON, is within its budget in o200k_base tokens — and pages are

@@ -5,39 +5,74 @@
     clippy::indexing_slicing
 )] // test code
 
-//! The crate's layers, checked on its source: one crate (branches in
-//! flight write against `src/`), so the compiler cannot keep the
-//! boundaries; this test does. Each rule names the modules it binds and
-//! what they may not reach:
+//! The layers, checked on the source. Two kinds of boundary:
 //!
+//! - between crates, the compiler's: `mcp-toon-core` (crates/core) does not
+//!   depend on `mcp-toon`, so nothing in the core can name the pipeline,
+//!   pages, the exchange, the driver or a host;
+//! - inside both crates, this test's: every top-level module sits on a
+//!   floor ([`FLOORS`], the table ARCHITECTURE.md draws), and a `crate::`
+//!   path outside test code may only reach a lower floor. Modules that
+//!   share a floor do not know each other, so no cycle can form.
+//!
+//! And a few rules finer than a floor:
 //! - only the proxy-wasm adapter (`src/adapter/`) knows proxy-wasm;
-//! - configuration is below everything that uses it: `src/config/` reaches
-//!   no MCP message model, intent, page, stage, pipeline, exchange, driver
-//!   or host;
-//! - stages are below the pipeline: `src/stage/` reaches no pipeline,
-//!   exchange, driver or host;
 //! - the generic TOON path does not use the fast one (the dispatch in
 //!   `encode` tries the fast path first);
 //! - the host trait reaches nothing but the callout types;
-//! - the exchange decides and does not drive: it reaches no driver or host
-//!   implementation;
+//! - the exchange decides and does not drive: it implements no host;
 //! - the hosts decide nothing: the component, the CLI and the scripted host
 //!   go through the driver, never the exchange or the pipeline;
-//! - the MCP model is below what reads it: `src/mcp/` reaches no intent,
-//!   page, pipeline, exchange, listing, driver or host;
-//! - the record is below what fills it: `src/report.rs` reaches no page,
-//!   pipeline, exchange or driver;
-//! - pages are below the pipeline: `src/page/` reaches no pipeline,
-//!   exchange, driver or host (the page call is answered in the exchange,
-//!   whose re-issue runs the pipeline again);
-//! - the pipeline reaches no exchange, driver or host;
 //! - the proxy-wasm host implementation does not reach back into the
-//!   exports that call it;
-//! - and, above all of these, the crate's top-level modules form no cycle
-//!   (tests aside: they may reach across).
+//!   exports that call it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// Each top-level module and its floor, lowest first. The core crate holds
+/// floors 0–4, the engine crate (this package) the rest.
+const FLOORS: &[(&str, u8)] = &[
+    // Core: readers and vocabularies that know nothing else.
+    ("json", 0),
+    ("sse", 0),
+    ("marker", 0),
+    ("tag", 0),
+    ("media", 0),
+    ("outcome", 0),
+    ("callout", 0),
+    // Core: the operator's settings.
+    ("config", 1),
+    // Core: the MCP message model.
+    ("mcp", 2),
+    // Core: what may be done to a result or a listing.
+    ("stage", 3),
+    ("intent", 3),
+    ("listing", 3),
+    // Core: what was done, and the measuring tool's conversions.
+    ("report", 4),
+    ("convert", 4),
+    // Engine: what the engine is given (shared data, the host trait).
+    ("shared", 5),
+    ("host", 5),
+    // Engine: cut results and their handles.
+    ("page", 6),
+    // Engine: the one place that orders the stages.
+    ("pipeline", 7),
+    // Engine: one stream's decisions.
+    ("exchange", 8),
+    // Engine: carries out what the exchange decided, for any host.
+    ("driver", 9),
+    // Hosts.
+    ("adapter", 10),
+    ("httpwasm", 10),
+    ("component", 10),
+    ("cli", 10),
+    ("sim", 10),
+];
+
+/// The floors that are the core crate.
+const CORE_TOP_FLOOR: u8 = 4;
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -53,8 +88,26 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The source folders of the workspace's two crates.
+fn sources() -> [PathBuf; 2] {
+    [root().join("crates/core/src"), root().join("src")]
+}
+
+fn all_files() -> Vec<PathBuf> {
+    sources().iter().flat_map(|s| files(s)).collect()
+}
+
+/// The source folder a file is in.
+fn source_of(path: &Path) -> PathBuf {
+    sources().into_iter().find(|s| path.starts_with(s)).unwrap()
+}
+
+fn shown(path: &Path) -> String {
+    path.strip_prefix(root()).unwrap().display().to_string()
 }
 
 /// The source without comments (line comments and doc comments), so a
@@ -68,13 +121,20 @@ fn code(path: &Path) -> String {
         .join("\n")
 }
 
-/// Files under `src/<under>` (a file or a directory).
+/// Files of a module path (`stage/toon`, `host.rs`), in whichever crate
+/// holds it.
 fn under(under: &str) -> Vec<PathBuf> {
-    let path = src().join(under);
+    let found: Vec<PathBuf> = sources()
+        .iter()
+        .map(|s| s.join(under))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(found.len(), 1, "{under} is in exactly one crate: {found:?}");
+    let path = &found[0];
     if path.is_dir() {
-        files(&path)
+        files(path)
     } else {
-        vec![path]
+        vec![path.clone()]
     }
 }
 
@@ -84,22 +144,223 @@ fn forbid(paths: &[PathBuf], needles: &[&str], why: &str) -> Vec<String> {
         let text = code(path);
         for needle in needles {
             if text.contains(needle) {
-                let rel = path.strip_prefix(src()).unwrap().display();
-                found.push(format!("src/{rel} uses `{needle}`: {why}"));
+                found.push(format!("{} uses `{needle}`: {why}", shown(path)));
             }
         }
     }
     found
 }
 
+/// A file's code outside tests: none for a test file (`tests.rs`,
+/// `*_tests.rs`, or under a `tests/` folder), else up to its inline test
+/// module (`#[cfg(test)]`, other attributes, then `mod … {`: by
+/// convention the file's end).
+fn code_outside_tests(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let in_tests_dir = path
+        .strip_prefix(source_of(path))
+        .unwrap()
+        .components()
+        .any(|c| c.as_os_str() == "tests");
+    if name == "tests.rs" || name.ends_with("_tests.rs") || in_tests_dir {
+        return String::new();
+    }
+    let text = code(path);
+    let lines: Vec<&str> = text.lines().collect();
+    // `#[cfg(test)]`, any other attributes (and the blank lines comments
+    // left), then a module with a body.
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
+                    .is_some_and(|l| {
+                        let l = l.trim();
+                        (l.starts_with("mod ")
+                            || l.starts_with("pub(crate) mod ")
+                            || l.starts_with("pub mod "))
+                            && l.ends_with('{')
+                    })
+        })
+        .unwrap_or(lines.len());
+    lines[..end].join("\n")
+}
+
+/// The top-level module a file belongs to (`src/page/store.rs`: `page`).
+fn top_module(path: &Path) -> String {
+    let rel = path.strip_prefix(source_of(path)).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The top-level modules a text's `crate::` paths name: `crate::a::b` names
+/// `a`; `use crate::{a, b::{c, d}}` names `a` and `b`.
+fn reached(text: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            out.push(ident(rest));
+            continue;
+        };
+        // The group's items at depth zero, each up to its `,`.
+        let mut depth = 0;
+        let mut item = String::new();
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => out.push(ident(&std::mem::take(&mut item))),
+                c if depth == 0 => item.push(c),
+                _ => {}
+            }
+        }
+        out.push(ident(&item));
+    }
+    out.retain(|m| !m.is_empty());
+    out
+}
+
+/// Every `crate::` path outside test code, as (file, from module, to
+/// module).
+fn edges() -> Vec<(PathBuf, String, String)> {
+    let mut out = Vec::new();
+    for path in all_files() {
+        let from = top_module(&path);
+        if from == "lib" || from == "bin" {
+            continue;
+        }
+        for to in reached(&code_outside_tests(&path)) {
+            if to != from {
+                out.push((path.clone(), from.clone(), to));
+            }
+        }
+    }
+    out
+}
+
+/// What is wrong with one path from `from` to `to`, if anything.
+fn upward(from: &str, to: &str) -> Option<String> {
+    match (floor(from), floor(to)) {
+        (None, _) => Some(format!("module `{from}` has no floor")),
+        // A name that is not a module (`crate::Settings`, a re-export at
+        // the root) is checked where it is defined.
+        (_, None) => None,
+        (Some(f), Some(t)) if t >= f => Some(format!(
+            "{from} (floor {f}) reaches `crate::{to}` (floor {t}): only lower floors"
+        )),
+        _ => None,
+    }
+}
+
+fn floor(module: &str) -> Option<u8> {
+    FLOORS.iter().find(|(m, _)| *m == module).map(|(_, f)| *f)
+}
+
 #[test]
-fn the_layers_hold() {
-    let all = files(&src());
+fn every_path_reaches_down() {
+    let mut broken = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (path, from, to) in edges() {
+        if let Some(why) = upward(&from, &to) {
+            broken.push(format!("{}: {why}", shown(&path)));
+        }
+        seen.insert((from, to));
+    }
+    // The walk reads real paths: the exchange runs the pipeline, the
+    // pipeline reads stages, the driver drives the exchange, the stages
+    // read the MCP model through a `use crate::{…}` group.
+    for (from, to) in [
+        ("exchange", "pipeline"),
+        ("pipeline", "stage"),
+        ("driver", "exchange"),
+        ("stage", "mcp"),
+    ] {
+        assert!(
+            seen.contains(&(from.to_string(), to.to_string())),
+            "the walk found no {from} -> {to}: {seen:?}"
+        );
+    }
+    assert!(broken.is_empty(), "\n{}", broken.join("\n"));
+}
+
+/// A planted upward path is read and refused: the check binds.
+#[test]
+fn an_upward_path_is_reported() {
+    let planted = "use crate::{json, exchange::{Exchange, Framing}};\n\
+                   fn f() { crate::pipeline::start() }\n\
+                   use crate::{\n    mcp::RequestInfo,\n    stage::{toon, clean},\n};";
+    assert_eq!(
+        reached(planted),
+        ["json", "exchange", "pipeline", "mcp", "stage"]
+    );
+    let refused: Vec<String> = reached(planted)
+        .iter()
+        .filter_map(|to| upward("stage", to))
+        .collect();
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(refused[0].contains("crate::exchange") && refused[2].contains("crate::stage"));
+    assert!(upward("nowhere", "json").is_some());
+    assert!(upward("exchange", "Settings").is_none());
+}
+
+#[test]
+fn the_floors_are_the_crates() {
+    let mut modules: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in all_files() {
+        let m = top_module(&path);
+        if m != "lib" && m != "bin" {
+            modules.insert(m, source_of(&path));
+        }
+    }
+    let core = root().join("crates/core/src");
+    for (module, source) in &modules {
+        let f = floor(module).unwrap_or_else(|| panic!("module `{module}` has no floor"));
+        assert_eq!(
+            f <= CORE_TOP_FLOOR,
+            *source == core,
+            "`{module}` (floor {f}) is in {}",
+            shown(source)
+        );
+    }
+    for (module, _) in FLOORS {
+        assert!(
+            modules.contains_key(*module),
+            "FLOORS names `{module}`, which is gone"
+        );
+    }
+    // The core's manifest names no crate of the engine.
+    let manifest = fs::read_to_string(root().join("crates/core/Cargo.toml")).unwrap();
+    assert!(
+        !manifest.contains("mcp-toon ="),
+        "the core depends on the engine"
+    );
+}
+
+#[test]
+fn the_finer_rules_hold() {
+    let all = all_files();
     let mut broken = Vec::new();
 
     let outside_adapter: Vec<PathBuf> = all
         .iter()
-        .filter(|p| !p.starts_with(src().join("adapter")))
+        .filter(|p| !p.starts_with(root().join("src/adapter")))
         .cloned()
         .collect();
     broken.extend(forbid(
@@ -108,43 +369,18 @@ fn the_layers_hold() {
         "only src/adapter/ knows proxy-wasm",
     ));
 
-    broken.extend(forbid(
-        &under("config"),
-        &[
-            "crate::mcp",
-            "crate::intent",
-            "crate::page",
-            "crate::stage",
-            "crate::pipeline",
-            "crate::exchange",
-            "crate::driver",
-            "crate::host",
-        ],
-        "configuration is below what uses it",
-    ));
-
-    broken.extend(forbid(
-        &under("stage"),
-        &[
-            "crate::pipeline",
-            "crate::exchange",
-            "crate::driver",
-            "crate::host",
-        ],
-        "stages are below the pipeline",
-    ));
-
+    let fast = under("stage/toon/fast");
+    let toon_mod_path = under("stage/toon/mod.rs").remove(0);
     let generic_toon: Vec<PathBuf> = under("stage/toon")
         .into_iter()
-        .filter(|p| !p.starts_with(src().join("stage/toon/fast")))
-        .filter(|p| !p.ends_with("stage/toon/mod.rs"))
+        .filter(|p| !fast.contains(p) && *p != toon_mod_path)
         .collect();
     broken.extend(forbid(
         &generic_toon,
         &["fast::", "fast::{"],
         "the generic TOON path does not use the fast one",
     ));
-    let toon_mod = code(&src().join("stage/toon/mod.rs"));
+    let toon_mod = code(&toon_mod_path);
     // The dispatch is `encode_within` (`encode` calls it with a fresh
     // budget), and `encode_compacted` for a text measured as its compact
     // form: only their bodies may name the fast path.
@@ -160,7 +396,7 @@ fn the_layers_hold() {
     }
     if outside_dispatch.is_empty() || outside_dispatch.contains("fast::") {
         broken.push(
-            "src/stage/toon/mod.rs uses `fast::` outside `encode_within` and \
+            "stage/toon/mod.rs uses `fast::` outside `encode_within` and \
              `encode_compacted`: the generic TOON path does not use the fast one"
                 .into(),
         );
@@ -184,7 +420,7 @@ fn the_layers_hold() {
         "the exchange decides; the driver carries out",
     ));
 
-    let hosts: Vec<PathBuf> = ["component", "cli", "sim.rs", "adapter"]
+    let hosts: Vec<PathBuf> = ["component", "cli", "sim.rs", "adapter", "httpwasm"]
         .iter()
         .flat_map(|d| under(d))
         .collect();
@@ -200,191 +436,10 @@ fn the_layers_hold() {
     ));
 
     broken.extend(forbid(
-        &under("mcp"),
-        &[
-            "crate::intent",
-            "crate::page",
-            "crate::pipeline",
-            "crate::exchange",
-            "crate::listing",
-            "crate::driver",
-            "crate::host",
-        ],
-        "the MCP model is below what reads it",
-    ));
-    broken.extend(forbid(
-        &under("report.rs"),
-        &[
-            "crate::page",
-            "crate::pipeline",
-            "crate::exchange",
-            "crate::driver",
-        ],
-        "the record is below what fills it",
-    ));
-    broken.extend(forbid(
-        &under("page"),
-        &[
-            "crate::pipeline",
-            "crate::exchange",
-            "crate::driver",
-            "crate::host",
-        ],
-        "pages are below the pipeline",
-    ));
-    let pipeline: Vec<PathBuf> = under("pipeline")
-        .into_iter()
-        .chain(under("pipeline.rs"))
-        .collect();
-    broken.extend(forbid(
-        &pipeline,
-        &["crate::exchange", "crate::driver", "crate::host"],
-        "the pipeline is below the exchange",
-    ));
-    broken.extend(forbid(
         &under("adapter/host.rs"),
         &["exports::"],
         "the host implementation does not reach back into the exports",
     ));
 
     assert!(broken.is_empty(), "\n{}", broken.join("\n"));
-}
-
-/// A file's code outside tests: none for a test file (`tests.rs`,
-/// `*_tests.rs`, or under a `tests/` folder), else up to its inline test
-/// module (`#[cfg(test)]`, other attributes, then `mod … {`: by
-/// convention the file's end).
-fn code_outside_tests(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    let in_tests_dir = path
-        .strip_prefix(src())
-        .unwrap()
-        .components()
-        .any(|c| c.as_os_str() == "tests");
-    if name == "tests.rs" || name.ends_with("_tests.rs") || in_tests_dir {
-        return String::new();
-    }
-    let text = code(path);
-    let lines: Vec<&str> = text.lines().collect();
-    // `#[cfg(test)]`, any other attributes (and the blank lines comments
-    // left), then a module with a body.
-    let end = (0..lines.len())
-        .find(|&i| {
-            lines[i].trim() == "#[cfg(test)]"
-                && lines[i + 1..]
-                    .iter()
-                    .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with("#["))
-                    .is_some_and(|l| {
-                        let l = l.trim();
-                        (l.starts_with("mod ") || l.starts_with("pub(crate) mod "))
-                            && l.ends_with('{')
-                    })
-        })
-        .unwrap_or(lines.len());
-    lines[..end].join("\n")
-}
-
-/// The top-level module a file belongs to (`src/page/store.rs`: `page`).
-fn top_module(path: &Path) -> String {
-    let rel = path.strip_prefix(src()).unwrap();
-    let first = rel
-        .components()
-        .next()
-        .unwrap()
-        .as_os_str()
-        .to_string_lossy();
-    first.trim_end_matches(".rs").to_string()
-}
-
-#[test]
-fn the_modules_form_no_cycle() {
-    use std::collections::{BTreeMap, BTreeSet};
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for path in files(&src()) {
-        let from = top_module(&path);
-        if from == "lib" || from == "bin" {
-            continue;
-        }
-        let text = code_outside_tests(&path);
-        for (at, _) in text.match_indices("crate::") {
-            let rest = &text[at + "crate::".len()..];
-            let to: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                .collect();
-            if !to.is_empty() && to != from {
-                edges.entry(from.clone()).or_default().insert(to);
-            }
-        }
-    }
-    // A depth-first walk from every module; a module met again on the
-    // path is a cycle, printed as the path that closes it.
-    fn walk(
-        at: &str,
-        edges: &BTreeMap<String, BTreeSet<String>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-        cycles: &mut Vec<String>,
-    ) {
-        if let Some(i) = path.iter().position(|p| p == at) {
-            let mut cycle = path[i..].to_vec();
-            cycle.push(at.to_string());
-            cycles.push(cycle.join(" -> "));
-            return;
-        }
-        if done.contains(at) {
-            return;
-        }
-        path.push(at.to_string());
-        for next in edges.get(at).into_iter().flatten() {
-            walk(next, edges, path, done, cycles);
-        }
-        path.pop();
-        done.insert(at.to_string());
-    }
-    let mut cycles = Vec::new();
-    let mut done = BTreeSet::new();
-    for module in edges.keys() {
-        walk(module, &edges, &mut Vec::new(), &mut done, &mut cycles);
-    }
-    assert!(
-        edges.len() > 10
-            && edges
-                .get("exchange")
-                .is_some_and(|e| e.contains("pipeline")),
-        "the walk reads the modules: {edges:?}"
-    );
-    assert!(
-        cycles.is_empty(),
-        "modules in a cycle:\n{}",
-        cycles.join("\n")
-    );
-}
-
-/// The rules above must bind something: each names files that exist.
-#[test]
-fn the_rules_name_real_files() {
-    for path in [
-        "adapter",
-        "config",
-        "stage",
-        "stage/toon/fast",
-        "stage/toon/mod.rs",
-        "host.rs",
-        "exchange",
-        "component",
-        "cli",
-        "sim.rs",
-        "mcp",
-        "report.rs",
-        "page",
-        "pipeline",
-        "pipeline.rs",
-        "adapter/host.rs",
-    ] {
-        assert!(src().join(path).exists(), "src/{path} is gone");
-    }
 }

@@ -1,4 +1,4 @@
-"""Cases for the Python-literal reader (src/json/python.rs), judged by the
+"""Cases for the Python-literal reader (crates/core/src/json/python.rs), judged by the
 CPython that runs this script: tests/python_literal.rs compares the Rust
 reader with every verdict.
 

@@ -1,4 +1,4 @@
-"""Writes src/json/printable.rs: the characters Python's `str.isprintable`
+"""Writes crates/core/src/json/printable.rs: the characters Python's `str.isprintable`
 calls not printable, as the boundaries of their ranges, from the Unicode
 database of the Python that runs it (`unicodedata.unidata_version`).
 
@@ -6,8 +6,8 @@ database of the Python that runs it (`unicodedata.unidata_version`).
 escapes it (`\\xhh`, `\\uhhhh`, `\\Uhhhhhhhh`) when it is not (CPython
 `unicode_repr`, Objects/unicodeobject.c; `Py_UNICODE_ISPRINTABLE`: every
 character but those of categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs, the
-space excepted). The Python-literal reader (src/json/python.rs) checks a
-literal's spelling against this table, and compact JSON (src/stage/clean/
+space excepted). The Python-literal reader (crates/core/src/json/python.rs) checks a
+literal's spelling against this table, and compact JSON (crates/core/src/stage/clean/
 compact.rs) writes a `\\uXXXX` escape as its character only for a
 printable one. Deterministic; the file is committed, and
 tests/python_literal.rs checks every code point against the Python in
@@ -22,7 +22,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[2] / "src" / "json" / "printable.rs"
+OUT = Path(__file__).resolve().parents[2] / "crates" / "core" / "src" / "json" / "printable.rs"
 
 
 def ranges() -> list[tuple[int, int]]:

@@ -990,7 +990,7 @@ fn py_unicode(n: usize) -> Case {
 }
 
 /// Content types of cases that call a listing function of the core
-/// directly (src/listing/, not yet wired into the exchange): `response` is
+/// directly (crates/core/src/listing/, not yet wired into the exchange): `response` is
 /// the function's input, `request` a query where one is needed.
 pub const LISTING_COMPACT: &str = "x-mcp-toon/listing-compact";
 pub const LISTING_SEARCH: &str = "x-mcp-toon/listing-search";

@@ -111,7 +111,11 @@ fuzz_target!(|data: &[u8]| {
     }
     .play(Arc::clone(&g.settings), &mut |_| LlmReply::Response { status: 200, body: g.result.clone() });
     assert!(!t.stalled);
-    let answered = serve::parse(&body, "mcp_toon_page", usize::MAX).is_some();
+    // A request body over `max_body_bytes` is never read: it passes whole
+    // (`request_too_large`, docs/configuration.md), page call or not, and
+    // meets whatever the chain after the plugin does with any request.
+    let read = body.len() <= g.settings.max_body_bytes;
+    let answered = read && serve::parse(&body, "mcp_toon_page", usize::MAX).is_some();
     if answered || t.local_reply.is_some() {
         assert!(t.request_sent.is_empty(), "a page call reached the server");
     }

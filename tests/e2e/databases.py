@@ -448,7 +448,7 @@ def server_value(text: str) -> Any:
 
 
 # The marker line's words for a block read from a Python literal
-# (src/marker.rs: MARKER_PREFIX, PYTHON_NOTE, TUPLES_NOTE).
+# (crates/core/src/marker.rs: MARKER_PREFIX, PYTHON_NOTE, TUPLES_NOTE).
 MARKER_PREFIX = "[mcp-toon/v1]"
 PYTHON_NOTE = "From a Python literal: same values; true/false/null were True/False/None."
 TUPLES_NOTE = "Some arrays were tuples."
@@ -505,7 +505,7 @@ def outcome(server: str, sent: str) -> str:
     except ValueError:
         raise AssertionError(f"a text that is no data changed:\n--- server\n{server[:2000]}\n--- sent\n{sent[:2000]}") from None
     # A Python literal (clean.python_literal, on by default) is said so in
-    # the marker line (src/marker.rs: python_note, python_line), with the
+    # the marker line (crates/core/src/marker.rs: python_note, python_line), with the
     # tuples sentence when it held one; a JSON text never is.
     note = ""
     if not is_json(server):

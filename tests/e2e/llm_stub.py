@@ -2,7 +2,7 @@
 trim tests: it records every request it gets (method, path, headers, body)
 and answers deterministically from what it was asked.
 
-The user message the plugin sends (src/stage/trim.rs `build_request`) quotes
+The user message the plugin sends (crates/core/src/stage/trim.rs `build_request`) quotes
 the intent as a JSON string on its first line, then puts the tool output
 between the lines `<<<B>>>` and `<<<end B>>>` (one block) or each part N of
 the `blocks: "all"` form between `<<<B part N>>>` and `<<<end B part N>>>`,

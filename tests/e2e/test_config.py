@@ -123,10 +123,11 @@ def test_envoy_config_in_repository_validates(path):
 
 
 def readme_recipes() -> list[str]:
-    """The JSON blocks of README's "Recipes" section."""
-    readme = (harness.ROOT / "README.md").read_text()
-    start = readme.index("### Recipes")
-    section = readme[start : readme.index("\n### ", start + 1)]
+    """The JSON blocks of the "Recipes" section of docs/stages.md."""
+    readme = (harness.ROOT / "docs" / "stages.md").read_text()
+    start = readme.index("## Recipes")
+    end = readme.find("\n## ", start + 1)
+    section = readme[start : end if end >= 0 else len(readme)]
     return re.findall(r"```json\n(.*?)```", section, re.S)
 
 

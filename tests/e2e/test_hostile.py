@@ -617,7 +617,7 @@ def test_ids_and_tool_names_at_their_limits(envoy):
 
 
 def tag_is_valid(text: str, key: bytes) -> bool:
-    """README "What the marker proves", verbatim."""
+    """docs/security.md "What the marker proves", verbatim."""
     head, nl, rest = text.partition("\n")
     body, _, tag = head.rpartition(" tag=")
     mac = hmac.new(key, (body + nl + rest).encode(), hashlib.sha256).digest()[:16]

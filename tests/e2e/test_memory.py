@@ -208,7 +208,7 @@ def test_64_budgeted_results_stay_within_the_vms_budget(upstream: int, work_dir:
         # stall. How long depends on the machine: the stages of each
         # 15 MiB result read run in one callback of the worker every other
         # stream waits for (measured and compared with Envoy alone in
-        # README "One memory budget per VM").
+        # docs/security.md "One memory budget per VM").
         assert len(small_latency) == 3
         assert max(small_done) < burst_end, (small_done, burst_end)
         assert max(small_latency) < 30.0, small_latency

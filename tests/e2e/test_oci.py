@@ -385,8 +385,8 @@ def test_istio_wasmplugin_pulls_this_version_after_authn_and_authz():
     assert re.fullmatch(rf"oci://[^/]+/mcp-toon:{re.escape(crate_version())}", spec["url"]), spec["url"]
     # Valid values from istio/api extensions/v1alpha1/wasm.proto. STATS
     # comes after Istio's authentication and authorization filters, which
-    # must run on the page calls the plugin answers (README "Where it goes
-    # in the filter chain").
+    # must run on the page calls the plugin answers (docs/envoy.md "Where it
+    # goes in the filter chain").
     assert spec["phase"] == "STATS"
     assert spec["type"] == "HTTP"
     assert spec["failStrategy"] in {"FAIL_CLOSE", "FAIL_OPEN", "FAIL_RELOAD"}

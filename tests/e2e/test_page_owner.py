@@ -1,6 +1,6 @@
 """Pages only for their owner, page calls never upstream, re-issue through
 the chain, secrets kept out of sight (issue 37), through the real Envoy with
-the plugin where README "Where it goes in the filter chain" puts it: after
+the plugin where docs/envoy.md "Where it goes in the filter chain" puts it: after
 the authentication and authorization filters.
 
 Between Envoy and the demo server sits a recorder (recorder.py) that keeps
@@ -376,7 +376,7 @@ def test_secrets_from_the_environment_are_used_and_absent_from_config_dump(recor
         h = cut(e, "env")
         own = page(e, "env", h, ALICE).json()["result"]
         assert "isError" not in own, str(own)[:300]
-        # The marker key tags blocks (README "What the marker proves").
+        # The marker key tags blocks (docs/security.md "What the marker proves").
         text = call(e, "env", "list_users", {}, ALICE).json()["result"]["content"][0]["text"]
         head, nl, rest = text.partition("\n")
         unsigned, _, tag = head.rpartition(" tag=")

@@ -1,5 +1,5 @@
-"""A changed plugin configuration while traffic flows (README "Changing the
-configuration while it runs"). The listener comes from a watched file
+"""A changed plugin configuration while traffic flows (docs/envoy.md "Changing
+the configuration while it runs"). The listener comes from a watched file
 (dynamic resources with a path config source): writing a new file makes
 Envoy build the listener again, with the plugin's new configuration, and
 drain the old one. Throughout, clients call tools as fast as they can, each

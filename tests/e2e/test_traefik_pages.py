@@ -7,7 +7,7 @@ instance keeps its own page store. A page is served by the instance that
 cut its result; on any other the page tool answers with its error (no HTTP
 calls on this host, so a page cannot be rebuilt by calling the tool again).
 These tests state which happens, and count how often: one figure line per
-run (`traefik_pages {json}`), quoted in README "Loading it in Traefik"."""
+run (`traefik_pages {json}`), quoted in docs/traefik.md."""
 
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ def test_real_servers_results_are_the_envoy_plugins(servers, real_pair, client, 
 # stream only at its end, and the call ends only once the client answered:
 # at the defaults these four scenarios time out through the plugin (measured:
 # `MCP error -32001: Request timed out` after 60 s, nowhere else). The
-# operator's remedy (README "Loading it in Traefik"): a policy that changes
+# operator's remedy (docs/traefik.md): a policy that changes
 # nothing for such tools, whose answers the plugin then does not buffer.
 ASKS_THE_CLIENT = ["test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums"]
 CHANGES_NOTHING = {"toon": {"mode": "off"}, "clean": {"compact_json": False}}

@@ -206,7 +206,7 @@ def asked(record: dict[str, Any]) -> tuple[str, list[str], bool, str]:
 
 def note(intent: str) -> str:
     """The first line of a block trimmed to `intent` (its intent quoted as a
-    JSON string; src/stage/trim.rs `header`)."""
+    JSON string; crates/core/src/stage/trim.rs `header`)."""
     return f"[mcp-toon: trimmed to the intent {json.dumps(intent, ensure_ascii=False)}; call again without expected_info for the whole result]"
 
 

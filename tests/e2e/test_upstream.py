@@ -84,7 +84,7 @@ HEADERS = {"content-type": "application/json", "accept": "application/json, text
 
 def trimmed_rows(text: str, intent: str) -> Any:
     """The rows of a block trimmed to `intent`: its first line names the
-    intent (src/stage/trim.rs), the JSON extraction follows."""
+    intent (crates/core/src/stage/trim.rs), the JSON extraction follows."""
     note, _, rest = text.partition("\n")
     assert note == (
         f"[mcp-toon: trimmed to the intent {json.dumps(intent, ensure_ascii=False)}; "

@@ -18,8 +18,8 @@ where the plugin rewrote a unit it had whole. Concretely, for each peer:
   SSE parser never dispatches an unfinished event (WHATWG HTML §9.2.6) —
   and no plugin can write after the host destroyed the stream, so this is
   the most a rewriting plugin can promise on a reset. One exception: while
-  a trim callout is in flight the plugin holds the response (README
-  "Trimming to the caller's intent": the response waits for the callout),
+  a trim callout is in flight the plugin holds the response (docs/trim.md:
+  the response waits for the callout),
   and Envoy lets a body callback release all of its buffer or none of it,
   so a reset then may cut the delivery at any unit boundary — but what
   arrives must still be whole units in order, then leading bytes;

@@ -1,5 +1,5 @@
 """2024-11-05 session records through the host's shared data, with Envoy's
-compare-and-swap and WASI randomness (README "The HTTP+SSE transport"):
+compare-and-swap and WASI randomness (docs/transports.md "The HTTP+SSE transport"):
 a `POST …?session_id=…` answered `202` records its call; the `GET` stream,
 another stream of the same VM, finds the record and applies the tool's own
 settings. A `POST` the server refused records nothing. The slot key comes

@@ -41,7 +41,7 @@ TABLE_TEXT = json.dumps(ROWS, indent=2, ensure_ascii=False)
 
 INTENT = "only the admins"
 # An OpenAI-compatible chat completion answering the trim callout with a
-# smaller extract (README "Trimming to the caller's intent").
+# smaller extract (docs/trim.md).
 TRIM_REPLY = Reply(
     200,
     json.dumps(
@@ -91,7 +91,7 @@ class Exchange:
     response_type: str
     units: list[bytes]
     # Held headers need Envoy's allow_on_headers_stop_iteration too
-    # (README "Content length and the x-mcp-toon header").
+    # (docs/envoy.md "Content length and the x-mcp-toon header").
     allow_on_headers_stop_iteration: bool = False
     # The LLM answer to the trim callout, when the exchange makes one.
     reply: Optional[Reply] = None
