@@ -20,7 +20,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_toon::driver::{self, Call, Driver, MemoryHost, Vm};
+use mcp_toon::driver::{self, Driver, HostCall, MemoryHost, Vm};
 use mcp_toon::host::Direction;
 use mcp_toon::Settings;
 
@@ -64,7 +64,7 @@ fn exchange(case: &Case, vm: &Rc<Vm>) -> (usize, serde_json::Value) {
     }
     host.end(&mut driver);
     let mut calls = serde_json::Map::new();
-    for c in Call::ALL {
+    for c in HostCall::ALL {
         if host.calls(c) > 0 {
             calls.insert(format!("{c:?}"), host.calls(c).into());
         }

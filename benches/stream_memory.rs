@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mcp_toon::config::StreamInfo;
-use mcp_toon::exchange::{Out, RequestHead, ResponseHead, SessionStore, Unstored};
+use mcp_toon::exchange::{Out, RequestHead, ResponseHead, Services, Unstored};
 use mcp_toon::{Exchange, Settings};
 
 struct Counting;
@@ -135,7 +135,7 @@ fn body(size: usize, kind: Kind) -> Vec<u8> {
 /// the VM's memory), so nothing is kept here; random bytes from a counter.
 struct HostSide(u8);
 
-impl SessionStore for HostSide {
+impl Services for HostSide {
     fn get(&self, _key: &str) -> Option<(Vec<u8>, u32)> {
         None
     }

@@ -51,9 +51,9 @@ use crate::marker;
 use crate::mcp::{self, Call, Edits, RequestInfo};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
-use crate::shared::SessionStore;
+use crate::shared::Services;
 use crate::stage;
-use crate::stage::clean::{self, Framing};
+use crate::stage::clean::{self, TextKind};
 
 mod block;
 mod budget;
@@ -378,18 +378,18 @@ impl Job {
             owner: &crate::page::owner::Owner::default(),
             cluster: None,
         };
-        let mut toon = stage::toon::Budget::per_response();
+        let mut toon = stage::toon::Allowance::per_response();
         self.finish_with(settings, reply, &mut toon, &mut cx, report)
     }
 
     /// [`Job::finish`], drawing the TOON stage's generic-path work from
     /// `toon` (an event stream shares one across its events) and keeping
     /// the pages of cut results where `cx` says.
-    pub fn finish_with<H: SessionStore + ?Sized>(
+    pub fn finish_with<H: Services + ?Sized>(
         self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
-        toon: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Allowance,
         cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> Output {
@@ -428,11 +428,11 @@ impl Job {
 
     /// [`Job::finish_with`], handing back the original body too when a new
     /// one replaces it: a host that refuses the new body gets the original.
-    pub fn finish_keeping_original<H: SessionStore + ?Sized>(
+    pub fn finish_keeping_original<H: Services + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
-        toon: &mut stage::toon::Budget,
+        toon: &mut stage::toon::Allowance,
         cx: &mut PageContext<'_, H>,
         report: &mut Report,
     ) -> (Output, Option<Vec<u8>>) {
@@ -494,7 +494,12 @@ impl Job {
 
     /// TOON, the trim note line, the cap, and the marker tag last, on
     /// every block; an unread one gets TOON's refusal alone.
-    fn stages(&mut self, settings: &Settings, toon: &mut stage::toon::Budget, report: &mut Report) {
+    fn stages(
+        &mut self,
+        settings: &Settings,
+        toon: &mut stage::toon::Allowance,
+        report: &mut Report,
+    ) {
         for block in &mut self.blocks {
             if let Some(refusal) = block.unread_refusal() {
                 report.push(refusal);
@@ -515,7 +520,7 @@ pub struct FinalItem {
     /// Index in `content[]`.
     pub index: usize,
     pub text: String,
-    pub framing: Framing,
+    pub framing: TextKind,
 }
 
 /// The text items of the result in `message` (a JSON-RPC response with
@@ -558,7 +563,7 @@ pub fn final_items(
     }
     job.stages(
         settings,
-        &mut stage::toon::Budget::per_response(),
+        &mut stage::toon::Allowance::per_response(),
         &mut report,
     );
     Some(
@@ -567,9 +572,9 @@ pub fn final_items(
             .map(|b| FinalItem {
                 index: b.index,
                 framing: if b.encoded {
-                    Framing::Toon(b.policy.toon.header)
+                    TextKind::Toon(b.policy.toon.header)
                 } else {
-                    Framing::Text
+                    TextKind::Text
                 },
                 text: b.text,
             })
@@ -586,7 +591,7 @@ pub fn final_items(
 fn encode(
     block: &mut Block,
     settings: &Settings,
-    budget: &mut stage::toon::Budget,
+    budget: &mut stage::toon::Allowance,
     report: &mut Report,
 ) -> bool {
     let keyed = !settings.marker_key.is_empty();
@@ -595,7 +600,7 @@ fn encode(
     // A cap too small for the header and one row would leave an agent a
     // marker and no data: the block goes unencoded instead.
     let max = block.policy.clean.max_text_bytes;
-    let framing = Framing::Toon(header);
+    let framing = TextKind::Toon(header);
     let fits = |emission: &str| max == 0 || clean::can_hold_first_row(emission, max, framing);
     if std::mem::take(&mut block.deferred) {
         // TOON reads the text as it is, measured as its compact form;

@@ -1,6 +1,6 @@
 //! What the host shares between the streams of one proxy, seen by the
 //! core: shared data with compare-and-swap versions, the clock and random
-//! bytes ([`SessionStore`]). The driver's one implementation carries each
+//! bytes ([`Services`]). The driver's one implementation carries each
 //! call to the [`crate::host::Host`]; [`SharedMemory`] keeps them in memory
 //! for the in-memory host and the core's tests.
 
@@ -17,7 +17,7 @@ pub enum Unstored {
 /// shared data: every worker of one Envoy, per `vm_id`), with the clock and
 /// the randomness: 2024-11-05 session records, trim boundaries, marker
 /// tags, and the page store with its handles all go through it.
-pub trait SessionStore {
+pub trait Services {
     /// A key's value and its version; `None` when absent or unreadable.
     fn get(&self, key: &str) -> Option<(Vec<u8>, u32)>;
     /// Stores `value` if the key is still at version `cas` (0: whatever it
@@ -32,9 +32,9 @@ pub trait SessionStore {
 /// For hosts without shared state or randomness: legacy streams fall back
 /// to shapes, and trim, which needs random boundaries, fails open.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct NoSessions;
+pub struct NoServices;
 
-impl SessionStore for NoSessions {
+impl Services for NoServices {
     fn get(&self, _key: &str) -> Option<(Vec<u8>, u32)> {
         None
     }
@@ -118,7 +118,7 @@ impl SharedMemory {
     }
 }
 
-impl SessionStore for SharedMemory {
+impl Services for SharedMemory {
     fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
         self.data.get(key).cloned()
     }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::{Call, LocalReply, MemoryHost};
 use crate::driver::{Driver, Vm};
+use crate::driver::{HostCall, LocalReply, MemoryHost};
 use crate::host::Direction;
 use crate::report::Report;
 use crate::shared::SharedMemory;
@@ -61,7 +61,7 @@ pub struct Script<'a> {
     /// The stream is reset after this many response chunks.
     pub reset_after: Option<usize>,
     /// Host calls to refuse (see [`MemoryHost::refuse`]).
-    pub refuse: HashSet<(Call, usize)>,
+    pub refuse: HashSet<(HostCall, usize)>,
     /// More request headers (`mcp-session-id`, `:authority`…).
     pub request_headers: &'a [(&'a str, &'a str)],
     /// Stream properties (`xds.cluster_name`…), as `(path joined by '.',

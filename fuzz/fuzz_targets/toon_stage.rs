@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let mode = if knobs & 0x80 != 0 { Mode::Always } else { Mode::Adaptive };
     let s = ToonSettings { mode, header, min_bytes: 0, min_rows: 1, ..ToonSettings::default() };
     let sizes = toon::Sizes::of(text, literal_len(text));
-    let measured = toon::encode_within(text, sizes, &s, &mut toon::Budget::per_response());
+    let measured = toon::encode_within(text, sizes, &s, &mut toon::Allowance::per_response());
     if let Ok(e) = &measured {
         assert_eq!(e.wire, literal_len(&e.text), "wire size miscounted");
     }

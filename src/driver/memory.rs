@@ -25,11 +25,11 @@ use crate::callout::{LlmReply, LlmRequest};
 use crate::host::{
     Action, Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel,
 };
-use crate::shared::{SessionStore, SharedMemory, Unstored};
+use crate::shared::{Services, SharedMemory, Unstored};
 
 /// The host calls, for refusing some of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Call {
+pub enum HostCall {
     Header,
     Headers,
     SetHeader,
@@ -50,36 +50,32 @@ pub enum Call {
     Gauge,
 }
 
-impl Call {
-    pub const ALL: [Call; 18] = [
-        Call::Header,
-        Call::Headers,
-        Call::SetHeader,
-        Call::RemoveHeader,
-        Call::Body,
-        Call::ReplaceBody,
-        Call::Property,
-        Call::SetProperty,
-        Call::Dispatch,
-        Call::Resume,
-        Call::Close,
-        Call::SendLocalResponse,
-        Call::SharedGet,
-        Call::SharedSet,
-        Call::Random,
-        Call::SetTickPeriod,
-        Call::Count,
-        Call::Gauge,
+impl HostCall {
+    pub const ALL: [HostCall; 18] = [
+        HostCall::Header,
+        HostCall::Headers,
+        HostCall::SetHeader,
+        HostCall::RemoveHeader,
+        HostCall::Body,
+        HostCall::ReplaceBody,
+        HostCall::Property,
+        HostCall::SetProperty,
+        HostCall::Dispatch,
+        HostCall::Resume,
+        HostCall::Close,
+        HostCall::SendLocalResponse,
+        HostCall::SharedGet,
+        HostCall::SharedSet,
+        HostCall::Random,
+        HostCall::SetTickPeriod,
+        HostCall::Count,
+        HostCall::Gauge,
     ];
 }
 
-/// A response the plugin sent itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalReply {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+/// A response the plugin sent itself: the one type the exchange builds
+/// ([`crate::page::LocalReply`]), recorded as sent.
+pub use crate::page::LocalReply;
 
 /// The status a refused call returns (proxy-wasm `BadArgument`, what Envoy
 /// answers for a body it has no buffer for).
@@ -145,8 +141,8 @@ pub struct MemoryHost {
     now: Cell<u64>,
     /// Calls to refuse: (call, n) refuses the n-th call of that kind
     /// (0-based); (call, usize::MAX) refuses all of them.
-    pub refuse: HashSet<(Call, usize)>,
-    calls: RefCell<HashMap<Call, usize>>,
+    pub refuse: HashSet<(HostCall, usize)>,
+    calls: RefCell<HashMap<HostCall, usize>>,
     pub logs: RefCell<Vec<String>>,
 }
 
@@ -345,7 +341,7 @@ impl MemoryHost {
             && (s.paused || s.trailers_waiting || (s.headers_held && !s.headers_sent))
     }
 
-    fn check(&self, call: Call) -> HostResult<()> {
+    fn check(&self, call: HostCall) -> HostResult<()> {
         let mut calls = self.calls.borrow_mut();
         let n = calls.entry(call).or_insert(0);
         let this = *n;
@@ -357,7 +353,7 @@ impl MemoryHost {
     }
 
     /// How many calls of a kind the driver made.
-    pub fn calls(&self, call: Call) -> usize {
+    pub fn calls(&self, call: HostCall) -> usize {
         self.calls.borrow().get(&call).copied().unwrap_or(0)
     }
 
@@ -399,7 +395,7 @@ impl MemoryHost {
 
 impl Host for MemoryHost {
     fn header(&self, map: Headers, name: &str) -> HostResult<Option<String>> {
-        self.check(Call::Header)?;
+        self.check(HostCall::Header)?;
         if map == Headers::CalloutReply {
             let Some(Reply {
                 status, headers, ..
@@ -425,7 +421,7 @@ impl Host for MemoryHost {
     }
 
     fn headers(&self, map: Headers) -> HostResult<HeaderMap> {
-        self.check(Call::Headers)?;
+        self.check(HostCall::Headers)?;
         Ok(self
             .headers_of(map)
             .map(|s| HeaderMap::of(s.headers.iter().map(|(n, v)| (n.as_str(), v.as_str()))))
@@ -433,7 +429,7 @@ impl Host for MemoryHost {
     }
 
     fn set_header(&mut self, map: Headers, name: &str, value: &str) -> HostResult<()> {
-        self.check(Call::SetHeader)?;
+        self.check(HostCall::SetHeader)?;
         let side = self.writable_headers(map)?;
         side.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         side.headers.push((name.to_string(), value.to_string()));
@@ -441,14 +437,14 @@ impl Host for MemoryHost {
     }
 
     fn remove_header(&mut self, map: Headers, name: &str) -> HostResult<()> {
-        self.check(Call::RemoveHeader)?;
+        self.check(HostCall::RemoveHeader)?;
         let side = self.writable_headers(map)?;
         side.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         Ok(())
     }
 
     fn body(&self, body: Body, start: usize, len: usize) -> HostResult<Vec<u8>> {
-        self.check(Call::Body)?;
+        self.check(HostCall::Body)?;
         let bytes: &[u8] = match body {
             Body::CalloutReply => self
                 .reply
@@ -463,7 +459,7 @@ impl Host for MemoryHost {
     }
 
     fn replace_body(&mut self, body: Body, size: usize, bytes: &[u8]) -> HostResult<()> {
-        self.check(Call::ReplaceBody)?;
+        self.check(HostCall::ReplaceBody)?;
         let buffer = self.buffer_of(body)?;
         // Envoy: drain `size` bytes, then prepend.
         let size = size.min(buffer.len());
@@ -472,18 +468,18 @@ impl Host for MemoryHost {
     }
 
     fn property(&self, path: &[&str]) -> HostResult<Option<Vec<u8>>> {
-        self.check(Call::Property)?;
+        self.check(HostCall::Property)?;
         Ok(self.properties.get(&path.join(".")).cloned())
     }
 
     fn set_property(&mut self, path: &[&str], value: &[u8]) -> HostResult<()> {
-        self.check(Call::SetProperty)?;
+        self.check(HostCall::SetProperty)?;
         self.properties.insert(path.join("."), value.to_vec());
         Ok(())
     }
 
     fn dispatch(&mut self, call: &LlmRequest) -> HostResult<()> {
-        self.check(Call::Dispatch)?;
+        self.check(HostCall::Dispatch)?;
         if !self.callouts_allowed {
             return Err(REFUSED);
         }
@@ -492,14 +488,14 @@ impl Host for MemoryHost {
     }
 
     fn resume(&mut self, direction: Direction) -> HostResult<()> {
-        self.check(Call::Resume)?;
+        self.check(HostCall::Resume)?;
         self.side(direction).resumed = true;
         Ok(())
     }
 
     /// Envoy's `closeStream`: the stream is reset; nothing more goes on.
     fn close(&mut self, direction: Direction) -> HostResult<()> {
-        self.check(Call::Close)?;
+        self.check(HostCall::Close)?;
         self.closed = Some(direction);
         Ok(())
     }
@@ -512,7 +508,7 @@ impl Host for MemoryHost {
         headers: &[(String, String)],
         body: &[u8],
     ) -> HostResult<()> {
-        self.check(Call::SendLocalResponse)?;
+        self.check(HostCall::SendLocalResponse)?;
         if self.response.headers_sent || self.local_reply.is_some() {
             return Err(REFUSED);
         }
@@ -525,12 +521,12 @@ impl Host for MemoryHost {
     }
 
     fn shared_get(&self, key: &str) -> HostResult<Option<(Vec<u8>, u32)>> {
-        self.check(Call::SharedGet)?;
+        self.check(HostCall::SharedGet)?;
         Ok(self.shared.get(key))
     }
 
     fn shared_set(&mut self, key: &str, value: &[u8], cas: u32) -> HostResult<()> {
-        self.check(Call::SharedSet)?;
+        self.check(HostCall::SharedSet)?;
         match self.shared.set(key, value, cas) {
             Ok(()) => Ok(()),
             Err(Unstored::Changed) => Err(crate::host::CAS_MISMATCH),
@@ -539,7 +535,7 @@ impl Host for MemoryHost {
     }
 
     fn random(&mut self, out: &mut [u8]) -> HostResult<()> {
-        self.check(Call::Random)?;
+        self.check(HostCall::Random)?;
         if self.shared.random(out) {
             Ok(())
         } else {
@@ -548,19 +544,19 @@ impl Host for MemoryHost {
     }
 
     fn set_tick_period(&mut self, period: Duration) -> HostResult<()> {
-        self.check(Call::SetTickPeriod)?;
+        self.check(HostCall::SetTickPeriod)?;
         self.tick_period = Some(period);
         Ok(())
     }
 
     fn count(&mut self, metric: &str, by: u64) -> HostResult<()> {
-        self.check(Call::Count)?;
+        self.check(HostCall::Count)?;
         *self.counters.entry(metric.to_string()).or_insert(0) += by;
         Ok(())
     }
 
     fn gauge(&mut self, metric: &str, value: u64) -> HostResult<()> {
-        self.check(Call::Gauge)?;
+        self.check(HostCall::Gauge)?;
         self.gauges.insert(metric.to_string(), value);
         Ok(())
     }

@@ -56,7 +56,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-pub use memory::{Call, LocalReply, MemoryHost};
+pub use memory::{HostCall, LocalReply, MemoryHost};
 pub use plugin::{all_gauges, configured, tick, ENVOY_PROPERTY};
 use shared::Shared;
 use side::{Side, Site};

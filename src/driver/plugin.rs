@@ -10,7 +10,7 @@ use crate::host::{Host, LogLevel};
 use crate::page::store::Store;
 use crate::report::Figures;
 use crate::report::STORE_GAUGES;
-use crate::shared::SessionStore;
+use crate::shared::Services;
 
 /// Every gauge the driver may set, for a host that defines them up front.
 pub fn all_gauges() -> Vec<&'static str> {

@@ -1,11 +1,11 @@
 //! The host's shared data, clock and random bytes as the core asks for
-//! them ([`SessionStore`]): the exchange's session records, trim
+//! them ([`Services`]): the exchange's session records, trim
 //! boundaries and marker tags, and the page store. The one implementation
 //! over [`Host`]; each refusal is acted on here, the way the core's callers
 //! expect.
 
 use crate::host::{Host, HostError, LogLevel, CAS_MISMATCH};
-use crate::shared::{SessionStore, Unstored};
+use crate::shared::{Services, Unstored};
 
 /// A host seen as the core's shared store.
 pub(super) struct Shared<'a>(pub(super) &'a mut dyn Host);
@@ -19,7 +19,7 @@ impl Shared<'_> {
     }
 }
 
-impl SessionStore for Shared<'_> {
+impl Services for Shared<'_> {
     /// A value the host will not give back reads as absent: a page not
     /// held (the page tool says so), a record not found (the result's
     /// shape decides).

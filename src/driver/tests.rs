@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::Call;
+use crate::driver::HostCall;
 use crate::outcome::{Outcome, Reason};
 use crate::sim::{Script, Transcript};
 
@@ -116,7 +116,7 @@ fn each_host_call_refused_in_turn_loses_nothing() {
             let clean = script.play(settings(config), &mut trimmed);
             let fail_open = script.play(settings(config), &mut |_| LlmReply::NotSent);
             assert_ne!(clean.response_sent, response, "{config} {content_type}");
-            for call in Call::ALL {
+            for call in HostCall::ALL {
                 for n in 0..clean.host.calls(call) {
                     let refused = Script {
                         refuse: HashSet::from([(call, n)]),
@@ -124,7 +124,7 @@ fn each_host_call_refused_in_turn_loses_nothing() {
                     };
                     let what = format!("{config} {content_type}: {call:?} #{n} refused");
                     let t = refused.play(settings(config), &mut trimmed);
-                    if call == Call::Resume {
+                    if call == HostCall::Resume {
                         // Nothing else lets a paused stream go on: it waits
                         // for Envoy's timeouts, counted.
                         assert!(
@@ -146,7 +146,7 @@ fn each_host_call_refused_in_turn_loses_nothing() {
                         t.request_sent == clean.request_sent || t.request_sent == CALL,
                         "{what}"
                     );
-                    if call == Call::ReplaceBody && *r == response {
+                    if call == HostCall::ReplaceBody && *r == response {
                         assert!(reasons(&t).contains(&Reason::HostRefused), "{what}");
                     }
                     if let Some(length) = t.content_length {
@@ -167,7 +167,7 @@ fn a_host_that_never_writes_bodies_passes_everything() {
             let t = Script {
                 request_chunks: &[17],
                 response_chunks: &[100, 7],
-                refuse: HashSet::from([(Call::ReplaceBody, usize::MAX)]),
+                refuse: HashSet::from([(HostCall::ReplaceBody, usize::MAX)]),
                 ..Script::new(CALL, content_type, &response)
             }
             .play(settings(config), &mut trimmed);
@@ -186,7 +186,7 @@ fn held_bytes_go_back_at_the_next_write_that_is_taken() {
         response_chunks: &[200],
         // The 2nd body write (a swallow) and the 3rd (putting back what
         // was taken) are refused; the 4th goes through.
-        refuse: HashSet::from([(Call::ReplaceBody, 1), (Call::ReplaceBody, 2)]),
+        refuse: HashSet::from([(HostCall::ReplaceBody, 1), (HostCall::ReplaceBody, 2)]),
         ..Script::new(CALL, "application/json", &response)
     }
     .play(settings("{}"), &mut trimmed);
@@ -201,7 +201,7 @@ fn a_refused_length_keeps_the_original_body() {
     let response = table();
     let t = Script {
         response_chunks: &[200],
-        refuse: HashSet::from([(Call::SetHeader, 0)]),
+        refuse: HashSet::from([(HostCall::SetHeader, 0)]),
         ..Script::new(CALL, "application/json", &response)
     }
     .play(settings(r#"{"hold_headers":true}"#), &mut trimmed);
@@ -310,19 +310,19 @@ fn a_call_under_a_policy_that_changes_nothing_is_not_read() {
             let what = format!("{config} {content_type}");
             assert_eq!(t.response_sent, response, "{what}");
             assert_eq!(t.request_sent, CALL, "{what}");
-            assert_eq!(t.host.calls(Call::ReplaceBody), 0, "{what}");
+            assert_eq!(t.host.calls(HostCall::ReplaceBody), 0, "{what}");
             let summary = t
                 .host
                 .header_value(crate::host::Direction::Response, "x-mcp-toon");
             if config == off {
-                assert_eq!(t.host.calls(Call::Body), 0, "{what}");
-                assert_eq!(t.host.calls(Call::Headers), 0, "{what}");
+                assert_eq!(t.host.calls(HostCall::Body), 0, "{what}");
+                assert_eq!(t.host.calls(HostCall::Headers), 0, "{what}");
                 assert_eq!(reasons(&t), vec![Reason::PolicyOff], "{what}");
-                assert_eq!(t.host.calls(Call::SetProperty), 0, "no record: {what}");
+                assert_eq!(t.host.calls(HostCall::SetProperty), 0, "no record: {what}");
                 assert_eq!(summary, None, "{what}");
             } else {
                 // The request body is read (it names the tool); nothing else.
-                assert_eq!(t.host.calls(Call::Body), 1, "{what}");
+                assert_eq!(t.host.calls(HostCall::Body), 1, "{what}");
                 assert_eq!(reasons(&t), vec![Reason::ModeOff], "{what}");
                 assert_eq!(summary, Some("encoded=0 passthrough=mode_off:1"), "{what}");
             }
@@ -434,12 +434,12 @@ fn held_bytes_refused_at_the_last_chunk_are_counted_lost() {
     host.body(&mut driver, Direction::Response, first, false);
     assert!(host.sent(Direction::Response).is_empty(), "collected");
     // The rewritten body's write, then the original's in its place.
-    let n = host.calls(Call::ReplaceBody);
-    host.refuse = HashSet::from([(Call::ReplaceBody, n), (Call::ReplaceBody, n + 1)]);
+    let n = host.calls(HostCall::ReplaceBody);
+    host.refuse = HashSet::from([(HostCall::ReplaceBody, n), (HostCall::ReplaceBody, n + 1)]);
     host.body(&mut driver, Direction::Response, last, true);
     host.end(&mut driver);
     assert_eq!(host.sent(Direction::Response), last);
-    assert_eq!(host.calls(Call::ReplaceBody), n + 2);
+    assert_eq!(host.calls(HostCall::ReplaceBody), n + 2);
     let reasons: Vec<Reason> = driver
         .report()
         .decisions
@@ -469,7 +469,7 @@ fn a_refused_property_reads_as_absent_and_is_logged() {
     let matched = script.play(settings(config), &mut trimmed);
     assert_eq!(matched.response_sent, response, "mode off on cluster c");
     let t = Script {
-        refuse: HashSet::from([(Call::Property, usize::MAX)]),
+        refuse: HashSet::from([(HostCall::Property, usize::MAX)]),
         ..script
     }
     .play(settings(config), &mut trimmed);
@@ -509,15 +509,15 @@ fn routing_headers_decide_before_the_body() {
     // Another method: not read, counted `not_tools_call`, no record.
     let t = play(&[("mcp-method", "resources/read")], "{}");
     assert_eq!(
-        (t.host.calls(Call::Body), t.response_sent.as_slice()),
+        (t.host.calls(HostCall::Body), t.response_sent.as_slice()),
         (0, response.as_slice())
     );
     assert_eq!(reasons(&t), vec![Reason::NotToolsCall]);
-    assert_eq!(t.host.calls(Call::SetProperty), 0);
+    assert_eq!(t.host.calls(HostCall::SetProperty), 0);
     // A tool whose policy changes nothing, named in Mcp-Name.
     let t = play(&[("mcp-method", "tools/call"), ("mcp-name", "rows")], held);
     assert_eq!(
-        (t.host.calls(Call::Body), t.response_sent.as_slice()),
+        (t.host.calls(HostCall::Body), t.response_sent.as_slice()),
         (0, response.as_slice())
     );
     assert_eq!(reasons(&t), vec![Reason::ModeOff]);
@@ -537,14 +537,14 @@ fn routing_headers_decide_before_the_body() {
         (&[][..], "{}"),
     ] {
         let t = play(headers, config);
-        assert_eq!(t.host.calls(Call::Body), 2, "{headers:?}");
+        assert_eq!(t.host.calls(HostCall::Body), 2, "{headers:?}");
         assert_ne!(t.response_sent, response, "{headers:?}");
     }
     let listing = play(
         &[("mcp-method", "tools/list")],
         r#"{"annotate_tools":true}"#,
     );
-    assert!(listing.host.calls(Call::Body) >= 1);
+    assert!(listing.host.calls(HostCall::Body) >= 1);
 }
 
 /// The APISIX body flags: set where a body is read, on a host that did not
@@ -564,7 +564,7 @@ fn body_flags_are_set_only_where_the_host_is_not_envoy() {
         if envoy {
             root.properties.insert(ENVOY_PROPERTY.into(), Vec::new());
         } else {
-            root.refuse.insert((Call::Property, 0));
+            root.refuse.insert((HostCall::Property, 0));
         }
         configured(&mut root, &s, &vm);
         let response = table();
@@ -603,7 +603,7 @@ fn the_memory_gauge_is_set_when_the_memory_grows() {
         host.body(&mut driver, Direction::Response, &response, true);
         host.end(&mut driver);
         assert_ne!(host.sent(Direction::Response), response, "encoded");
-        gauge_calls.push(host.calls(Call::Gauge));
+        gauge_calls.push(host.calls(HostCall::Gauge));
         let set = host.gauges.get(VM_MEMORY_BYTES).copied();
         let grew = gauge_calls.len() != 2;
         assert_eq!(set, grew.then_some(memory as u64), "{memory}");

@@ -28,7 +28,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::{Exchange, SessionStore, Unstored};
+use super::{Exchange, Services, Unstored};
 use crate::outcome::Reason;
 use crate::pipeline::Listed;
 use crate::report::Decision;
@@ -62,7 +62,7 @@ pub(super) fn slot(key: &[u8], server: &str) -> Option<String> {
 
 impl Exchange {
     /// What the stream's server has taught.
-    pub(super) fn declared(&self, sessions: &mut dyn SessionStore) -> Declared {
+    pub(super) fn declared(&self, sessions: &mut dyn Services) -> Declared {
         let server = self.stream_info.server();
         let Some(key) = super::session::hash_key(sessions, false) else {
             // No key yet: nothing was ever learnt.
@@ -79,7 +79,7 @@ impl Exchange {
     /// A listing passed: remember its declaring tools, forget the others it
     /// names, in the record of its own server. Compare-and-swap: listings
     /// of two workers may cross.
-    pub(super) fn learn(&mut self, listed: &[Listed], sessions: &mut dyn SessionStore) {
+    pub(super) fn learn(&mut self, listed: &[Listed], sessions: &mut dyn Services) {
         if listed.is_empty() {
             return;
         }

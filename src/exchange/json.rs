@@ -2,7 +2,7 @@
 //! through the pipeline in one piece.
 
 use super::collect::Collecting;
-use super::{Exchange, Flow, Out, Phase, SessionStore, Step};
+use super::{Exchange, Flow, Out, Phase, Services, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output};
 
@@ -11,7 +11,7 @@ impl Exchange {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         let kept = !self.response_body.bytes.is_empty();
         // A tool with a budget may be held past `max_body_bytes`.
@@ -55,7 +55,7 @@ impl Exchange {
         mut body: Vec<u8>,
         after: Vec<u8>,
         one_chunk: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         self.phase = Phase::Done;
         let body_len = body.len();

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::{Exchange, Flow, Out, Phase, RequestHead, SessionStore, Step};
+use super::{Exchange, Flow, Out, Phase, RequestHead, Services, Step};
 use crate::config::{ListingMode, ListingsSettings};
 use crate::json::members;
 use crate::listing::{self, Called, Catalog, Compaction, Index, Limits, Names, Refusal, Rewrite};
@@ -141,7 +141,7 @@ fn empty_page(result: &str) -> Option<String> {
 
 /// Stored form: `<expiry ms> <complete 0|1>\n<catalog>`.
 fn load(
-    sessions: &dyn SessionStore,
+    sessions: &dyn Services,
     key: &str,
     limits: Limits,
     now_ms: u64,
@@ -235,7 +235,7 @@ impl Exchange {
         &mut self,
         body: &[u8],
         rest: &[u8],
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Option<Step> {
         if !BUILT || !self.listing.on {
             return None;
@@ -388,7 +388,7 @@ impl Exchange {
     /// is forgotten. A call of an added tool then tells the agent to list
     /// the tools again, and the client's next `tools/list` keeps the new
     /// list (clients list again on this notification).
-    pub(super) fn listing_changed(&mut self, data: &str, sessions: &mut dyn SessionStore) {
+    pub(super) fn listing_changed(&mut self, data: &str, sessions: &mut dyn Services) {
         if !self.keeps_listings() {
             return;
         }
@@ -426,7 +426,7 @@ impl Exchange {
     pub(super) fn listing_response(
         &mut self,
         body: &[u8],
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Option<Vec<u8>> {
         if !BUILT || !self.listing.on || self.legacy {
             return None;
@@ -471,12 +471,7 @@ impl Exchange {
     }
 
     /// One `tools/list` result: kept, then rewritten.
-    fn relist(
-        &mut self,
-        id: &str,
-        result: &str,
-        sessions: &mut dyn SessionStore,
-    ) -> Option<String> {
+    fn relist(&mut self, id: &str, result: &str, sessions: &mut dyn Services) -> Option<String> {
         let settings = Arc::clone(&self.settings);
         let s = &settings.listings;
         let policy = settings.listing_policy(self.scope);

@@ -28,7 +28,7 @@ mod stream;
 use std::sync::Arc;
 
 pub use crate::media::{is_media, media_type};
-pub use crate::shared::{NoSessions, SessionStore, Unstored};
+pub use crate::shared::{NoServices, Services, Unstored};
 use collect::Collected;
 pub use paging::reissue::UpstreamReply;
 pub use paging::serve;
@@ -372,7 +372,7 @@ impl Exchange {
     pub fn response_headers(
         &mut self,
         head: ResponseHead<'_>,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> ResponsePlan {
         if self.session.is_some() && head.status == Some(202) {
             // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
@@ -500,7 +500,7 @@ impl Exchange {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         let step = self.response_chunk_read(chunk, end_of_stream, sessions);
         if end_of_stream {
@@ -513,7 +513,7 @@ impl Exchange {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         self.response_bytes = self.response_bytes.saturating_add(chunk.len());
         if self.reads_response() && self.over_room(chunk.len()) {
@@ -542,7 +542,7 @@ impl Exchange {
     }
 
     /// Response trailers arrived: the body ended without a last chunk.
-    pub fn response_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
+    pub fn response_trailers(&mut self, sessions: &mut dyn Services) -> Step {
         if self.job.is_some() {
             return Step::swallow(Flow::Pause);
         }
@@ -557,7 +557,7 @@ impl Exchange {
 
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
     /// to call; without a pending callout it changes nothing.
-    pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn SessionStore) -> Step {
+    pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
         if let Some((job, after)) = self.job.take() {
             let (out, original) = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, original, after);

@@ -30,7 +30,7 @@ mod call;
 pub mod reissue;
 pub mod serve;
 
-use super::{Exchange, Flow, Out, Phase, RequestPlan, SessionStore, Step};
+use super::{Exchange, Flow, Out, Phase, RequestPlan, Services, Step};
 use crate::callout::LlmReply;
 use crate::outcome::Reason;
 use crate::page::keys;
@@ -127,7 +127,7 @@ impl Exchange {
         &mut self,
         body: &[u8],
         _rest: &[u8],
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Option<Step> {
         if !self.settings.paging_anywhere() {
             return None;
@@ -225,9 +225,9 @@ impl Exchange {
         &mut self,
         job: Job,
         reply: Option<&LlmReply>,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> (Output, Option<Vec<u8>>) {
-        let mut spare = crate::stage::toon::Budget::per_response();
+        let mut spare = crate::stage::toon::Allowance::per_response();
         let toon = self
             .stream
             .as_mut()

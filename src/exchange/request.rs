@@ -5,7 +5,7 @@
 
 use super::collect::Collecting;
 use super::declared::Declared;
-use super::{is_media, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, SessionStore, Step};
+use super::{is_media, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, Services, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::{Reason, Stage};
 use crate::report::Decision;
@@ -123,7 +123,7 @@ impl Exchange {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         if let Some(step) = self.page_call_rest() {
             return step;
@@ -206,7 +206,7 @@ impl Exchange {
     }
 
     /// Request trailers arrived: the body ended without a last chunk.
-    pub fn request_trailers(&mut self, sessions: &mut dyn SessionStore) -> Step {
+    pub fn request_trailers(&mut self, sessions: &mut dyn Services) -> Step {
         if let Some(step) = self.page_call_rest() {
             return step;
         }
@@ -230,7 +230,7 @@ impl Exchange {
     pub(super) fn request_complete(
         &mut self,
         body: &[u8],
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Option<Vec<u8>> {
         let s = &self.settings;
         let declared = mcp::Declared {
@@ -386,7 +386,7 @@ impl Exchange {
     /// and project take their arguments out): the request may still go on,
     /// and they go upstream first, as they came — the server answered
     /// without them, so a rewrite would be too late.
-    pub fn response_started(&mut self, sessions: &mut dyn SessionStore) -> Vec<u8> {
+    pub fn response_started(&mut self, sessions: &mut dyn Services) -> Vec<u8> {
         if self.phase != Phase::Request {
             return Vec::new();
         }

@@ -50,7 +50,7 @@ use super::Exchange;
 use crate::mcp::{self, Call, RequestInfo};
 use crate::outcome::Reason;
 use crate::report::Decision;
-use crate::shared::{SessionStore, Unstored};
+use crate::shared::{Services, Unstored};
 
 /// One recorded call.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ const HASH_KEY_BYTES: usize = 16;
 /// another worker must find the slot again). Two first writers racing both
 /// write; the later key stands, and a call recorded under the earlier one
 /// falls back to its shape.
-pub(super) fn hash_key(sessions: &mut dyn SessionStore, create: bool) -> Option<Vec<u8>> {
+pub(super) fn hash_key(sessions: &mut dyn Services, create: bool) -> Option<Vec<u8>> {
     let stored = sessions.get(HASH_KEY);
     if let Some((key, _)) = &stored {
         if key.len() == HASH_KEY_BYTES {
@@ -163,7 +163,7 @@ enum Claimed {
 
 /// Writes `record` into its slot unless a live record of another session,
 /// or of the same call, holds it.
-fn claim(sessions: &mut dyn SessionStore, slot: &str, record: &Record, now: u64) -> Claimed {
+fn claim(sessions: &mut dyn Services, slot: &str, record: &Record, now: u64) -> Claimed {
     let Ok(value) = serde_json::to_vec(record) else {
         return Claimed::Busy;
     };
@@ -235,7 +235,7 @@ impl Exchange {
 
     /// The server accepted the POST (`202`): each noted call goes where the
     /// GET stream will look for it.
-    pub(super) fn accepted(&mut self, sessions: &mut dyn SessionStore) {
+    pub(super) fn accepted(&mut self, sessions: &mut dyn Services) {
         let pending = std::mem::take(&mut self.legacy_pending);
         if pending.is_empty() {
             return;
@@ -279,7 +279,7 @@ impl Exchange {
     pub(super) fn legacy_requests(
         &mut self,
         data: &str,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> RequestInfo {
         let mut info = RequestInfo::default();
         let key = self
@@ -330,7 +330,7 @@ impl Exchange {
 /// The record of `(session, id)`, cleared once read; `None` when its slot
 /// holds another call's record or an expired one.
 fn take(
-    sessions: &mut dyn SessionStore,
+    sessions: &mut dyn Services,
     key: &[u8],
     session: &str,
     id: &str,

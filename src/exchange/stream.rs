@@ -16,13 +16,13 @@
 
 use std::collections::VecDeque;
 
-use super::{Exchange, Flow, Out, SessionStore, Step};
+use super::{Exchange, Flow, Out, Services, Step};
 use crate::callout::LlmReply;
 use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
-use crate::stage::toon::Budget;
+use crate::stage::toon::Allowance;
 
 #[derive(Debug)]
 pub(super) struct SseState {
@@ -33,7 +33,7 @@ pub(super) struct SseState {
     pending: Option<(Event, Job)>,
     /// The TOON stage's generic-path budget, one for the whole stream: per
     /// event, a stream of many small events would get it many times.
-    pub(super) toon_budget: Budget,
+    pub(super) toon_budget: Allowance,
 }
 
 impl SseState {
@@ -42,7 +42,7 @@ impl SseState {
             framer: SseFramer::new(max_event_bytes),
             queue: VecDeque::new(),
             pending: None,
-            toon_budget: Budget::per_response(),
+            toon_budget: Allowance::per_response(),
         }
     }
 
@@ -143,7 +143,7 @@ impl Exchange {
         &mut self,
         chunk: &[u8],
         end_of_stream: bool,
-        sessions: &mut dyn SessionStore,
+        sessions: &mut dyn Services,
     ) -> Step {
         let Some(state) = self.stream.as_mut() else {
             return Step::input();
@@ -163,11 +163,7 @@ impl Exchange {
         self.drain(sent, Some(chunk), sessions)
     }
 
-    pub(super) fn stream_reply(
-        &mut self,
-        reply: &LlmReply,
-        sessions: &mut dyn SessionStore,
-    ) -> Step {
+    pub(super) fn stream_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
         let mut sent = Sent::default();
         let pending = self.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
@@ -180,12 +176,7 @@ impl Exchange {
     /// Runs queued units through the pipeline until the queue is empty or a
     /// callout is needed. `chunk`: the bytes of the current body callback
     /// (`None` after a reply).
-    fn drain(
-        &mut self,
-        mut sent: Sent,
-        chunk: Option<&[u8]>,
-        sessions: &mut dyn SessionStore,
-    ) -> Step {
+    fn drain(&mut self, mut sent: Sent, chunk: Option<&[u8]>, sessions: &mut dyn Services) -> Step {
         let mut callout = None;
         while let Some(unit) = self.next_unit() {
             match unit {
@@ -283,7 +274,7 @@ impl Exchange {
     /// One complete event through the pipeline. Only `message` events whose
     /// data is JSON can carry a JSON-RPC response (WHATWG: no `event` field
     /// means `message`).
-    fn event(&mut self, event: Event, sessions: &mut dyn SessionStore) -> EventPlan {
+    fn event(&mut self, event: Event, sessions: &mut dyn Services) -> EventPlan {
         if self.legacy && event.event_type() == "endpoint" {
             if let Some(data) = event.data() {
                 let data = data.to_string();

@@ -16,7 +16,7 @@ use crate::callout::LlmRequest;
 use crate::host::{
     Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel, CAS_MISMATCH,
 };
-use crate::shared::{SessionStore, Unstored};
+use crate::shared::{Services, Unstored};
 
 /// proxy-wasm's `Unimplemented`: the ABI has no such call.
 pub const UNSUPPORTED: HostError = HostError(12);

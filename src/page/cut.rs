@@ -6,16 +6,16 @@
 
 use sha2::{Digest, Sha256};
 
-use super::handle::{Call, Handle, NOT_STORED};
+use super::handle::{Handle, SealedCall, NOT_STORED};
 use super::keys::{self, Derived};
 use super::owner::Owner;
 use super::store::{Kept, NotKept, Store};
 use super::tools;
-use crate::config::{Budget, PagingSettings, Policy, Reissue};
+use crate::config::{Budget, PagingSettings, Policy, ReissuePolicy};
 use crate::report::Figures;
-use crate::shared::SessionStore;
+use crate::shared::Services;
 use crate::stage::budget::{self, notice, Item, NoPlan, Plan};
-use crate::stage::clean::Framing;
+use crate::stage::clean::TextKind;
 
 /// The call whose result is cut.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +54,7 @@ pub fn digest(items: &[Item<'_>], budget: Budget) -> [u8; 12] {
     h.update(budget.describe().as_bytes());
     for item in items {
         h.update((item.text.len() as u64).to_le_bytes());
-        h.update([u8::from(matches!(item.framing, Framing::Toon(_)))]);
+        h.update([u8::from(matches!(item.framing, TextKind::Toon(_)))]);
         h.update(item.text.as_bytes());
     }
     let d = h.finalize();
@@ -63,7 +63,7 @@ pub fn digest(items: &[Item<'_>], budget: Budget) -> [u8; 12] {
     out
 }
 
-fn now_s<H: SessionStore + ?Sized>(host: &H) -> u32 {
+fn now_s<H: Services + ?Sized>(host: &H) -> u32 {
     u32::try_from(host.now_ms() / 1000).unwrap_or(u32::MAX)
 }
 
@@ -85,7 +85,7 @@ fn reserve(items: &[Item<'_>], budget: Budget, tool: &str, handle_len: Option<us
 /// Cuts `items` (the text items of one result, `indexes` their places in
 /// `content[]`) to `policy`'s budget. `None` when there is no budget or the
 /// result fits (or the budget cannot hold a notice: then it passes whole).
-pub fn cut<H: SessionStore + ?Sized>(
+pub fn cut<H: Services + ?Sized>(
     items: &[Item<'_>],
     indexes: &[usize],
     policy: &Policy,
@@ -101,9 +101,9 @@ pub fn cut<H: SessionStore + ?Sized>(
     let expires_s = now.saturating_add(u32::try_from(paging.ttl_s).unwrap_or(u32::MAX));
     let reissue = !call.trimmed
         && match policy.reissue {
-            Reissue::Always => true,
-            Reissue::Never => false,
-            Reissue::Auto => call
+            ReissuePolicy::Always => true,
+            ReissuePolicy::Never => false,
+            ReissuePolicy::Auto => call
                 .tool
                 .and_then(|t| tools::known_safe(host, call.cluster.unwrap_or(""), t))
                 .unwrap_or(false),
@@ -116,7 +116,7 @@ pub fn cut<H: SessionStore + ?Sized>(
         .as_ref()
         .map_or([0; 8], |d| call.owner.binding(&d.owner));
     let signed_call = |digest: [u8; 12]| {
-        call.tool.map(|tool| Call {
+        call.tool.map(|tool| SealedCall {
             expires_s,
             digest,
             binding: handle_binding,
@@ -154,7 +154,7 @@ pub fn cut<H: SessionStore + ?Sized>(
         other => other?,
     };
     let pages = plan.pages.len();
-    let signed = seal.is_some() && template.call.as_ref().is_some_and(Call::fits);
+    let signed = seal.is_some() && template.call.as_ref().is_some_and(SealedCall::fits);
     if !can_page || pages < 2 {
         let notice = notice::first(&plan, budget, &index, notice::Next::Gone);
         return Ok(Cut {

@@ -52,7 +52,7 @@ const MAX_TEXT: usize = 4096;
 
 /// The original call, carried by sealed handles.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
+pub struct SealedCall {
     /// Unix seconds after which the handle is refused.
     pub expires_s: u32,
     /// Of the cut result ([`crate::page::cut::digest`]).
@@ -68,7 +68,7 @@ pub struct Call {
     pub arguments: String,
 }
 
-impl Call {
+impl SealedCall {
     /// Short enough to travel in a handle.
     pub fn fits(&self) -> bool {
         self.arguments.len() <= MAX_ARGUMENTS && self.tool.len() <= MAX_TOOL
@@ -89,7 +89,7 @@ pub struct Handle {
     /// Store slot of page 2; page `p` is at `first_slot + p - 2` modulo the
     /// store's size.
     pub first_slot: u32,
-    pub call: Option<Call>,
+    pub call: Option<SealedCall>,
 }
 
 /// Why a handle was not accepted.
@@ -116,7 +116,7 @@ fn nonce(header: &[u8]) -> [u8; 24] {
 }
 
 impl Handle {
-    fn sealed_call(&self, sealing: bool) -> Option<&Call> {
+    fn sealed_call(&self, sealing: bool) -> Option<&SealedCall> {
         self.call.as_ref().filter(|c| sealing && c.fits())
     }
 
@@ -266,7 +266,7 @@ impl Handle {
 
 /// The call in an opened handle: the sealing gateway wrote it, so a
 /// malformed one means a bug or another version, never an attack.
-fn read_call(plain: &[u8]) -> Result<Call, Refused> {
+fn read_call(plain: &[u8]) -> Result<SealedCall, Refused> {
     let mut r = Reader {
         bytes: plain,
         at: 0,
@@ -289,7 +289,7 @@ fn read_call(plain: &[u8]) -> Result<Call, Refused> {
     if r.at != plain.len() {
         return Err(Refused::Malformed);
     }
-    Ok(Call {
+    Ok(SealedCall {
         expires_s,
         digest,
         binding,
@@ -346,7 +346,7 @@ mod tests {
             page: 2,
             pages: 30,
             first_slot: 4090,
-            call: call.then(|| Call {
+            call: call.then(|| SealedCall {
                 expires_s: 1_900_000_000,
                 digest: [1; 12],
                 binding: [2; 8],

@@ -19,7 +19,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::shared::SessionStore;
+use crate::shared::Services;
 
 /// 32 bytes of key.
 pub type Key = [u8; 32];
@@ -76,7 +76,7 @@ const LOCAL: &str = "mcp_toon.owner.key";
 /// reader takes the stored one, so no page is bound under a key that does
 /// not stand: the key is made when paging is configured, before any cut.
 /// `None` without shared data or randomness (then no page is stored).
-pub fn local<S: SessionStore + ?Sized>(sessions: &mut S) -> Option<Key> {
+pub fn local<S: Services + ?Sized>(sessions: &mut S) -> Option<Key> {
     let read = |s: &S| {
         s.get(LOCAL)
             .and_then(|(bytes, _)| Key::try_from(bytes.as_slice()).ok())
@@ -96,7 +96,7 @@ pub fn local<S: SessionStore + ?Sized>(sessions: &mut S) -> Option<Key> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shared::{NoSessions, SharedMemory};
+    use crate::shared::{NoServices, SharedMemory};
 
     #[test]
     fn each_purpose_has_its_own_key() {
@@ -116,6 +116,6 @@ mod tests {
         let a = local(&mut shared).unwrap();
         let b = local(&mut shared).unwrap();
         assert_eq!(a, b, "every stream reads the stored key");
-        assert_eq!(local(&mut NoSessions), None);
+        assert_eq!(local(&mut NoServices), None);
     }
 }

@@ -38,7 +38,7 @@
 
 use crate::config::PagingSettings;
 use crate::report::Figures;
-use crate::shared::{SessionStore, Unstored};
+use crate::shared::{Services, Unstored};
 
 const INDEX: &str = "mcp_toon.page.index";
 /// Version 2: each slot records its owner (an index of version 1 reads as
@@ -402,7 +402,7 @@ impl Room<'_> {
     }
 }
 /// The store as one stream sees it.
-pub struct Store<'h, H: SessionStore + ?Sized> {
+pub struct Store<'h, H: Services + ?Sized> {
     host: &'h mut H,
     slots: usize,
     max_bytes: u64,
@@ -473,7 +473,7 @@ impl Kept {
     }
 }
 
-impl<'h, H: SessionStore + ?Sized> Store<'h, H> {
+impl<'h, H: Services + ?Sized> Store<'h, H> {
     /// The store of `slots` pages and `max_bytes` bytes, an owner's quota
     /// the whole of it (reading, sweeping, tests).
     pub fn new(host: &'h mut H, slots: usize, max_bytes: usize) -> Self {

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::shared::SessionStore;
+use crate::shared::Services;
 
 pub const SLOTS: u32 = 4096;
 
@@ -40,7 +40,7 @@ fn key(server: &str, tool: &str) -> String {
 }
 
 /// Records whether `tool` of `server` is safe to call again.
-pub fn learn<H: SessionStore + ?Sized>(host: &mut H, server: &str, tool: &str, safe: bool) {
+pub fn learn<H: Services + ?Sized>(host: &mut H, server: &str, tool: &str, safe: bool) {
     let k = key(server, tool);
     let held = host
         .get(&k)
@@ -74,7 +74,7 @@ pub fn learn<H: SessionStore + ?Sized>(host: &mut H, server: &str, tool: &str, s
 
 /// What this gateway learnt about `tool` of `server`: `Some(true)` when a
 /// listing of that server annotated it safe to call again.
-pub fn known_safe<H: SessionStore + ?Sized>(host: &H, server: &str, tool: &str) -> Option<bool> {
+pub fn known_safe<H: Services + ?Sized>(host: &H, server: &str, tool: &str) -> Option<bool> {
     let (value, _) = host.get(&key(server, tool))?;
     let r: Record = serde_json::from_slice(&value).ok()?;
     (r.c == server && r.t == tool && r.safe).then_some(true)

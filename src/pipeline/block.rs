@@ -9,7 +9,7 @@ use crate::marker;
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::report::{Decision, Report};
 use crate::stage;
-use crate::stage::clean::{self, Framing, Transform};
+use crate::stage::clean::{self, TextKind, Transform};
 use crate::stage::project::{self, Query, Refusal};
 
 /// One text block on its way through the stages.
@@ -309,9 +309,9 @@ impl Block {
             m => m.saturating_sub(reserve).max(1),
         };
         let framing = if encoded {
-            Framing::Toon(self.policy.toon.header)
+            TextKind::Toon(self.policy.toon.header)
         } else {
-            Framing::Text
+            TextKind::Text
         };
         let capped = clean::cap(&self.text, max, framing);
         if let Some(a) = capped.applied(self.text.len()) {

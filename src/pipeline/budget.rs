@@ -20,9 +20,9 @@ use crate::outcome::{Outcome, Reason, Stage};
 use crate::page::cut::{cut, CallInfo};
 use crate::page::tools;
 use crate::report::Decision;
-use crate::shared::SessionStore;
+use crate::shared::Services;
 use crate::stage::budget::{fits as stage_fits, Item, NoPlan};
-use crate::stage::clean::Framing;
+use crate::stage::clean::TextKind;
 
 /// Where a result's content lives in the body, for a tool with a budget.
 #[derive(Debug)]
@@ -54,7 +54,7 @@ impl Shape {
 }
 
 /// Where pages of this stream's results go and whom they belong to.
-pub struct PageContext<'a, H: SessionStore + ?Sized> {
+pub struct PageContext<'a, H: Services + ?Sized> {
     pub host: &'a mut H,
     /// Whom the stream's results are cut for: their pages are bound to
     /// them ([`crate::page::owner`]).
@@ -66,7 +66,7 @@ pub struct PageContext<'a, H: SessionStore + ?Sized> {
 
 /// Cuts each result over its budget: adds to `edits` those that rewrite
 /// their content arrays, and marks their blocks as written.
-pub(super) fn apply<H: SessionStore + ?Sized>(
+pub(super) fn apply<H: Services + ?Sized>(
     settings: &Settings,
     base: &str,
     shapes: &[Shape],
@@ -221,11 +221,11 @@ pub(super) fn apply<H: SessionStore + ?Sized>(
     }
 }
 
-fn framing(b: &Block) -> Framing {
+fn framing(b: &Block) -> TextKind {
     if b.encoded {
-        Framing::Toon(b.policy.toon.header)
+        TextKind::Toon(b.policy.toon.header)
     } else {
-        Framing::Text
+        TextKind::Text
     }
 }
 
@@ -269,7 +269,7 @@ const PAGE_PREFIX: &str = crate::stage::budget::notice::PREFIX;
 /// to call again, and lists the page tool on the listing's last page (no
 /// `nextCursor`) when a listed tool has a budget with paging. Returns
 /// whether it added the tool.
-pub(super) fn listing<H: SessionStore + ?Sized>(
+pub(super) fn listing<H: Services + ?Sized>(
     settings: &Settings,
     scope: crate::config::ServerScope,
     base: &str,
@@ -358,7 +358,7 @@ mod tests {
             .finish_with(
                 &s,
                 None,
-                &mut crate::stage::toon::Budget::per_response(),
+                &mut crate::stage::toon::Allowance::per_response(),
                 &mut cx,
                 report,
             )

@@ -22,7 +22,7 @@ use super::paging::{call, cut_as, handle, page_script_as, replied, result, store
 use super::{reasons, settings};
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::{Call, Driver, MemoryHost, Vm};
+use crate::driver::{Driver, HostCall, MemoryHost, Vm};
 use crate::host::Direction;
 use crate::outcome::Reason;
 use crate::page::{keys, mark};
@@ -220,7 +220,7 @@ fn a_refused_reply_closes_the_stream() {
         let (h, shared) = alices_handle(&s);
         let page_call = call(4, "mcp_toon_page", json!({ "handle": h }));
         let t = Script {
-            refuse: [(Call::SendLocalResponse, 0)].into(),
+            refuse: [(HostCall::SendLocalResponse, 0)].into(),
             ..page_script_as(&page_call, shared, ALICE)
         }
         .play(Arc::clone(&s), &mut upstream);
@@ -250,7 +250,7 @@ fn a_reissued_answer_past_max_result_bytes_is_refused_unread() {
     assert_eq!(reasons(&t), vec![Reason::PageReissueTooLarge]);
     let chunks = page_call.len().div_ceil(20);
     assert_eq!(
-        t.host.calls(Call::Body),
+        t.host.calls(HostCall::Body),
         chunks,
         "the page call's chunks only"
     );

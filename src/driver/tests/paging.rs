@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::{reasons, settings};
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::Settings;
-use crate::driver::{self, Call, MemoryHost, Vm};
+use crate::driver::{self, HostCall, MemoryHost, Vm};
 use crate::host::Direction;
 use crate::outcome::Reason;
 use crate::shared::{Entropy, SharedMemory};
@@ -243,7 +243,7 @@ fn each_host_call_refused_in_turn_during_a_page_call() {
             served["result"].get("isError").is_none(),
             "{extra}: {served}"
         );
-        for call in Call::ALL {
+        for call in HostCall::ALL {
             for n in 0..clean.host.calls(call) {
                 let what = format!("{extra:?}: {call:?} #{n} refused");
                 let t = Script {
@@ -251,7 +251,7 @@ fn each_host_call_refused_in_turn_during_a_page_call() {
                     ..script.clone()
                 }
                 .play(Arc::clone(&s), upstream);
-                if call == Call::Resume {
+                if call == HostCall::Resume {
                     continue;
                 }
                 assert!(!t.stalled, "{what}");
@@ -261,13 +261,13 @@ fn each_host_call_refused_in_turn_during_a_page_call() {
                         assert!(t.request_sent.is_empty(), "{what}: closed, yet sent");
                         assert!(reasons(&t).contains(&Reason::HostRefused), "{what}");
                         assert!(
-                            matches!(call, Call::ReplaceBody | Call::SendLocalResponse),
+                            matches!(call, HostCall::ReplaceBody | HostCall::SendLocalResponse),
                             "{what}"
                         );
                     }
                     (None, None) => {
                         assert!(
-                            matches!(call, Call::Body | Call::ReplaceBody),
+                            matches!(call, HostCall::Body | HostCall::ReplaceBody),
                             "{what}: only a body not held passes"
                         );
                         assert_eq!(t.request_sent, page_call, "{what}");
@@ -325,7 +325,7 @@ fn the_timer_empties_expired_pages() {
     assert_eq!(host.tick_period, None);
     // A host that refuses the timer: logged, nothing else.
     let mut host = MemoryHost::default();
-    host.refuse.insert((Call::SetTickPeriod, 0));
+    host.refuse.insert((HostCall::SetTickPeriod, 0));
     driver::configured(&mut host, &s, &Vm::default());
     assert!(host
         .logs

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use super::call::decision;
 pub use super::call::{refuse, Context, PageCall};
 use super::reissue::Reissue;
-use crate::config::Reissue as ReissuePolicy;
+use crate::config::ReissuePolicy;
 use crate::mcp::{id_key, TOOLS_CALL};
 use crate::outcome::{Outcome, Reason, Stage};
 use crate::page::handle::{Handle, Refused};
@@ -24,7 +24,7 @@ use crate::page::keys;
 use crate::page::store::{Miss, Store};
 use crate::page::{tool_result, tools, LocalReply};
 use crate::report::Decision;
-use crate::shared::SessionStore;
+use crate::shared::Services;
 
 #[derive(Deserialize)]
 struct Request<'a> {
@@ -141,7 +141,7 @@ pub enum Answer {
 
 /// Answers a page call: from the store, by calling the tool again, or with
 /// a tool error.
-pub fn answer<H: SessionStore + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
+pub fn answer<H: Services + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
     let header = cx
         .headers
         .iter()

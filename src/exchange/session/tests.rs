@@ -342,7 +342,7 @@ struct Racing {
     raced: bool,
 }
 
-impl SessionStore for Racing {
+impl Services for Racing {
     fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
         self.inner.get(key)
     }

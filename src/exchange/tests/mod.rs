@@ -84,8 +84,8 @@ fn into_tool_call(e: &mut Exchange) {
     );
     let (a, b) = CALL.split_at(10);
     // Without trim the request is only read: chunks go upstream untouched.
-    assert_eq!(e.request_chunk(a, false, &mut NoSessions), Step::input());
-    assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::input());
+    assert_eq!(e.request_chunk(a, false, &mut NoServices), Step::input());
+    assert_eq!(e.request_chunk(b, true, &mut NoServices), Step::input());
 }
 
 /// The bytes a step sends on, given the bytes handed in.
@@ -111,7 +111,7 @@ fn respond(e: &mut Exchange, chunks: &[&[u8]]) -> (Vec<u8>, Vec<Step>) {
     let mut steps = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
         let end = i + 1 == chunks.len();
-        let step = e.response_chunk(chunk, end, &mut NoSessions);
+        let step = e.response_chunk(chunk, end, &mut NoServices);
         sent.extend(sent_by(&step, chunk));
         steps.push(step);
     }
@@ -123,7 +123,7 @@ fn a_json_tool_result_is_collected_and_rewritten() {
     let mut e = exchange("{}");
     into_tool_call(&mut e);
     assert_eq!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -153,17 +153,17 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     let stream = StreamInfo::default();
     let mut e = exchange("{}");
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    assert_eq!(e.request_chunk(CALL, false, &mut NoSessions), Step::input());
-    e.response_started(&mut NoSessions);
+    assert_eq!(e.request_chunk(CALL, false, &mut NoServices), Step::input());
+    e.response_started(&mut NoServices);
     assert!(!e.reads_request());
     assert_eq!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
     );
     // The request's end arriving late changes nothing.
-    assert_eq!(e.request_chunk(b"", true, &mut NoSessions), Step::input());
+    assert_eq!(e.request_chunk(b"", true, &mut NoServices), Step::input());
     let body = result_data(1);
     let (sent, _) = respond(&mut e, &[body.as_bytes()]);
     assert!(String::from_utf8(sent).unwrap().contains("[mcp-toon/v1]"));
@@ -172,10 +172,10 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     // Half a request: counted, the response passes.
     let mut e = exchange("{}");
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    e.request_chunk(&CALL[..20], false, &mut NoSessions);
-    e.response_started(&mut NoSessions);
+    e.request_chunk(&CALL[..20], false, &mut NoServices);
+    e.response_started(&mut NoServices);
     assert_eq!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Pass
     );
     assert_eq!(
@@ -186,9 +186,9 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
     // After a normal end, response_started is a no-op.
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    e.response_started(&mut NoSessions);
+    e.response_started(&mut NoServices);
     assert!(matches!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Rewrite { .. }
     ));
 }
@@ -197,7 +197,7 @@ fn a_response_before_the_request_ended_uses_the_body_so_far() {
 fn unchanged_bodies_go_back_exactly() {
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     let body =
         json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}})
             .to_string();
@@ -207,7 +207,7 @@ fn unchanged_bodies_go_back_exactly() {
     // One chunk: nothing was taken out, nothing to replace.
     let mut e = exchange("{}");
     into_tool_call(&mut e);
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     let (_, steps) = respond(&mut e, &[body.as_bytes()]);
     assert_eq!(steps[0], Step::input());
 }
@@ -222,7 +222,7 @@ fn held_headers_get_an_exact_length() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(head, &mut NoSessions),
+        e.response_headers(head, &mut NoServices),
         ResponsePlan::Rewrite { hold_headers: true }
     );
     let (a, b) = body.as_bytes().split_at(50);
@@ -243,7 +243,7 @@ fn held_headers_get_an_exact_length() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(head, &mut NoSessions),
+        e.response_headers(head, &mut NoServices),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -255,7 +255,7 @@ fn held_headers_get_an_exact_length() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(head, &mut NoSessions),
+        e.response_headers(head, &mut NoServices),
         ResponsePlan::Pass
     );
     assert_eq!(
@@ -280,7 +280,7 @@ fn requests_that_are_not_json_rpc_posts_pass() {
         assert_eq!(e.request_headers(h), RequestPlan::default());
         assert!(!e.reads_request());
         assert_eq!(
-            e.response_headers(json_head(200), &mut NoSessions),
+            e.response_headers(json_head(200), &mut NoServices),
             ResponsePlan::Pass
         );
         assert!(!e.reads_response());
@@ -302,10 +302,10 @@ fn other_methods_and_oversize_requests_pass() {
     e.request_chunk(
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
         true,
-        &mut NoSessions,
+        &mut NoServices,
     );
     assert_eq!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Pass
     );
     assert_eq!(
@@ -316,11 +316,11 @@ fn other_methods_and_oversize_requests_pass() {
     let mut e = exchange(r#"{"max_body_bytes":2048}"#);
     e.request_headers(head(&stream, "POST", Some("application/json")));
     assert_eq!(
-        e.request_chunk(&[b' '; 4096], false, &mut NoSessions),
+        e.request_chunk(&[b' '; 4096], false, &mut NoServices),
         Step::input()
     );
     assert_eq!(
-        e.response_headers(json_head(200), &mut NoSessions),
+        e.response_headers(json_head(200), &mut NoServices),
         ResponsePlan::Pass
     );
     assert_eq!(
@@ -374,7 +374,7 @@ fn response_heads_that_pass() {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
         assert_eq!(
-            e.response_headers(h, &mut NoSessions),
+            e.response_headers(h, &mut NoServices),
             ResponsePlan::Pass,
             "{reason:?}"
         );
@@ -387,7 +387,7 @@ fn response_heads_that_pass() {
         ..json_head(200)
     };
     assert_eq!(
-        e.response_headers(identity, &mut NoSessions),
+        e.response_headers(identity, &mut NoServices),
         ResponsePlan::Rewrite {
             hold_headers: false
         }
@@ -398,7 +398,7 @@ fn response_heads_that_pass() {
 fn oversize_response_releases_what_it_took_and_passes() {
     let mut e = exchange(r#"{"max_response_bytes":2048}"#);
     into_tool_call(&mut e);
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     // A JSON string that never ends within the limit.
     let body: Vec<u8> = b"{\"t\":\""
         .iter()
@@ -468,10 +468,10 @@ mod trim {
         assert!(plan.remove_content_length);
         let (a, b) = CALL_WITH_INTENT.split_at(30);
         assert_eq!(
-            e.request_chunk(a, false, &mut NoSessions),
+            e.request_chunk(a, false, &mut NoServices),
             Step::swallow(Flow::Continue)
         );
-        let step = e.request_chunk(b, true, &mut NoSessions);
+        let step = e.request_chunk(b, true, &mut NoServices);
         let sent = text_of(out_of(&step).unwrap());
         assert!(
             !sent.contains("expected_info") && sent.contains(r#""name":"rows""#),
@@ -483,7 +483,7 @@ mod trim {
     fn json_body_waits_for_the_callout_then_goes_whole() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(json_head(200), &mut NoSessions);
+        e.response_headers(json_head(200), &mut NoServices);
         let body = result_data(1);
         let (a, b) = body.as_bytes().split_at(100);
         assert_eq!(
@@ -500,7 +500,7 @@ mod trim {
         assert!(text_of(&call.body).contains("ids 1 and 2"));
         assert!(!e.is_done());
         let (extracted, reply) = reply();
-        let done = e.callout_reply(&reply, &mut NoSessions);
+        let done = e.callout_reply(&reply, &mut NoServices);
         assert_eq!(done.flow, Flow::Continue);
         let v: Value = serde_json::from_slice(out_of(&done).unwrap()).unwrap();
         assert_eq!(v["result"]["content"][0]["text"], noted(&extracted));
@@ -518,7 +518,7 @@ mod trim {
     fn a_failed_call_sends_the_original_whole() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(json_head(200), &mut NoSessions);
+        e.response_headers(json_head(200), &mut NoServices);
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "word ".repeat(50)}]}}).to_string();
         let (a, b) = body.as_bytes().split_at(100);
         e.response_chunk(a, false, &mut Store::default());
@@ -526,7 +526,7 @@ mod trim {
             .response_chunk(b, true, &mut Store::default())
             .callout
             .is_some());
-        let done = e.callout_reply(&LlmReply::NotSent, &mut NoSessions);
+        let done = e.callout_reply(&LlmReply::NotSent, &mut NoServices);
         assert_eq!(out_of(&done), Some(body.as_bytes()));
         assert_eq!(
             reasons(&e),
@@ -541,7 +541,7 @@ mod trim {
     fn sse_result_held_while_the_call_runs() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(super::streams::sse_head(), &mut NoSessions);
+        e.response_headers(super::streams::sse_head(), &mut NoServices);
         let progress = format!("data: {}\n\n", super::streams::PROGRESS);
         let result = format!("data: {}\n\n", result_data(1));
         // Progress, then the result: progress goes out, the call starts.
@@ -552,13 +552,13 @@ mod trim {
         assert!(step.callout.is_some());
         // The stream ends while the call runs: its last events queue.
         let tail = format!("data: {}\n\n", super::streams::PROGRESS);
-        let step = e.response_chunk(tail.as_bytes(), true, &mut NoSessions);
+        let step = e.response_chunk(tail.as_bytes(), true, &mut NoServices);
         assert_eq!(
             (out_of(&step), step.flow, step.callout.is_some()),
             (Some(&b""[..]), Flow::Pause, false)
         );
         let (extracted, reply) = reply();
-        let done = e.callout_reply(&reply, &mut NoSessions);
+        let done = e.callout_reply(&reply, &mut NoServices);
         assert_eq!(done.flow, Flow::Continue);
         let out = text_of(out_of(&done).unwrap());
         assert!(out.ends_with(&tail), "held events follow in order");
@@ -578,12 +578,12 @@ mod trim {
     fn sse_reply_before_the_end_goes_out_with_the_reply() {
         let mut e = exchange(CONFIG);
         into_trimmed_call(&mut e);
-        e.response_headers(super::streams::sse_head(), &mut NoSessions);
+        e.response_headers(super::streams::sse_head(), &mut NoServices);
         let result = format!("data: {}\n\n", result_data(1));
         let step = e.response_chunk(result.as_bytes(), false, &mut Store::default());
         assert!(step.callout.is_some());
         let (extracted, reply) = reply();
-        let after = e.callout_reply(&reply, &mut NoSessions);
+        let after = e.callout_reply(&reply, &mut NoServices);
         assert_eq!(after.flow, Flow::Continue);
         let out = text_of(out_of(&after).unwrap());
         assert!(
@@ -592,7 +592,7 @@ mod trim {
             "{out}"
         );
         let last = b": bye\n\n";
-        let step = e.response_chunk(last, true, &mut NoSessions);
+        let step = e.response_chunk(last, true, &mut NoServices);
         assert_eq!(step, Step::input());
     }
 }
@@ -614,7 +614,7 @@ mod streams {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
         assert_eq!(
-            e.response_headers(sse_head(), &mut NoSessions),
+            e.response_headers(sse_head(), &mut NoServices),
             ResponsePlan::Rewrite {
                 hold_headers: false
             }
@@ -653,7 +653,7 @@ mod streams {
         let run = |chunks: &[&[u8]]| {
             let mut e = exchange("{}");
             into_tool_call(&mut e);
-            e.response_headers(sse_head(), &mut NoSessions);
+            e.response_headers(sse_head(), &mut NoServices);
             respond(&mut e, chunks).0
         };
         let whole = run(&[stream.as_bytes()]);
@@ -668,7 +668,7 @@ mod streams {
     fn oversize_and_truncated_events_pass_unchanged_and_counted() {
         let mut e = exchange(r#"{"max_event_bytes":1024}"#);
         into_tool_call(&mut e);
-        e.response_headers(sse_head(), &mut NoSessions);
+        e.response_headers(sse_head(), &mut NoServices);
         let big = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": table_text().repeat(3)}]}});
         let stream = format!("data: {big}\n\ndata: {{\"jsonrpc\":");
         let (sent, _) = respond(&mut e, &[stream.as_bytes()]);
@@ -694,7 +694,7 @@ mod streams {
         };
         assert_eq!(e.request_headers(h), RequestPlan::default());
         assert_eq!(
-            e.response_headers(sse_head(), &mut NoSessions),
+            e.response_headers(sse_head(), &mut NoServices),
             ResponsePlan::Rewrite {
                 hold_headers: false
             }
@@ -821,7 +821,7 @@ mod streams {
     fn held_bytes_stay_at_one_incomplete_event_however_long_the_stream() {
         let mut e = exchange("{}");
         into_tool_call(&mut e);
-        e.response_headers(sse_head(), &mut NoSessions);
+        e.response_headers(sse_head(), &mut NoServices);
         let progress = |i: usize| {
             format!(
                 "event: message\r\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":{i}}}}}\r\n\r\n"
@@ -832,14 +832,14 @@ mod streams {
             let event = progress(i);
             // Each chunk ends inside the next event.
             let (head, tail) = event.split_at(event.len() / 2);
-            let first = e.response_chunk(head.as_bytes(), false, &mut NoSessions);
+            let first = e.response_chunk(head.as_bytes(), false, &mut NoServices);
             assert_eq!(
                 out_of(&first),
                 Some(&b""[..]),
                 "an incomplete event is held"
             );
             most = most.max(e.held_bytes());
-            let second = e.response_chunk(tail.as_bytes(), false, &mut NoSessions);
+            let second = e.response_chunk(tail.as_bytes(), false, &mut NoServices);
             assert_eq!(out_of(&second), Some(event.as_bytes()));
             assert_eq!(e.held_bytes(), 0, "a complete event goes out at once");
         }
@@ -856,7 +856,7 @@ mod streams {
         let mut counted = 0;
         for id in [7, 8] {
             let event = format!("data: {}\n\n", result_data(id));
-            e.response_chunk(event.as_bytes(), false, &mut NoSessions);
+            e.response_chunk(event.as_bytes(), false, &mut NoServices);
             cuts.extend(e.report().metrics_since(counted));
             counted = e.report().decisions.len();
         }
@@ -879,7 +879,7 @@ mod streams {
         let mut encoded = 0;
         for id in 0..1000 {
             let event = format!("data: {}\n\n", result_data(id));
-            e.response_chunk(event.as_bytes(), false, &mut NoSessions);
+            e.response_chunk(event.as_bytes(), false, &mut NoServices);
             // What a host does after each callback: count, then forget.
             encoded += e
                 .report()

@@ -6,7 +6,7 @@ use super::*;
 const CALL_WITH_QUERY: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"jmespath":"[?id < `2`].name","limit":5,"expected_info":"ids"}}}"#;
 
 /// Sends the call in two chunks; returns what went upstream.
-fn request(e: &mut Exchange, body: &[u8], sessions: &mut dyn SessionStore) -> Vec<u8> {
+fn request(e: &mut Exchange, body: &[u8], sessions: &mut dyn Services) -> Vec<u8> {
     let (a, b) = body.split_at(40);
     let first = e.request_chunk(a, false, sessions);
     let last = e.request_chunk(b, true, sessions);
@@ -25,13 +25,13 @@ fn the_query_argument_is_taken_out_and_applied() {
     let stream = StreamInfo::default();
     let plan = e.request_headers(head(&stream, "POST", Some("application/json")));
     assert!(plan.remove_content_length);
-    let upstream = request(&mut e, CALL_WITH_QUERY, &mut NoSessions);
+    let upstream = request(&mut e, CALL_WITH_QUERY, &mut NoServices);
     // Trim is off: its intent argument is the server's business.
     assert_eq!(
         arguments(&upstream),
         json!({"limit": 5, "expected_info": "ids"})
     );
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
     let v: Value = serde_json::from_slice(&sent).unwrap();
     assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
@@ -50,7 +50,7 @@ fn the_intent_and_the_query_come_out_in_one_rewrite() {
     let mut e = exchange(config);
     let stream = StreamInfo::default();
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    let upstream = request(&mut e, CALL_WITH_QUERY, &mut NoSessions);
+    let upstream = request(&mut e, CALL_WITH_QUERY, &mut NoServices);
     assert_eq!(arguments(&upstream), json!({"limit": 5}));
 }
 
@@ -61,8 +61,8 @@ fn queries_off_everywhere_leave_the_request_alone() {
     let plan = e.request_headers(head(&stream, "POST", Some("application/json")));
     assert!(!plan.remove_content_length);
     let (a, b) = CALL_WITH_QUERY.split_at(40);
-    assert_eq!(e.request_chunk(a, false, &mut NoSessions), Step::input());
-    assert_eq!(e.request_chunk(b, true, &mut NoSessions), Step::input());
+    assert_eq!(e.request_chunk(a, false, &mut NoServices), Step::input());
+    assert_eq!(e.request_chunk(b, true, &mut NoServices), Step::input());
 }
 
 /// 2024-11-05 HTTP+SSE: the POST carries the query, the GET stream carries
@@ -122,9 +122,9 @@ fn projection_alone_keeps_a_call_read() {
     let mut e = exchange(&queried);
     let stream = StreamInfo::default();
     e.request_headers(head(&stream, "POST", Some("application/json")));
-    request(&mut e, CALL_WITH_QUERY, &mut NoSessions);
+    request(&mut e, CALL_WITH_QUERY, &mut NoServices);
     assert!(!e.ignores_response(), "{:?}", e.report());
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
     let v: Value = serde_json::from_slice(&sent).unwrap();
     assert_eq!(v["result"]["content"][0]["text"], r#"["n0","n1"]"#);
@@ -133,9 +133,9 @@ fn projection_alone_keeps_a_call_read() {
     let mut e = exchange(&ruled);
     e.request_headers(head(&stream, "POST", Some("application/json")));
     let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{}}}"#;
-    request(&mut e, plain, &mut NoSessions);
+    request(&mut e, plain, &mut NoServices);
     assert!(!e.ignores_response(), "{:?}", e.report());
-    e.response_headers(json_head(200), &mut NoSessions);
+    e.response_headers(json_head(200), &mut NoServices);
     let (sent, _) = respond(&mut e, &[result_data(1).as_bytes()]);
     let v: Value = serde_json::from_slice(&sent).unwrap();
     let text = v["result"]["content"][0]["text"].as_str().unwrap();

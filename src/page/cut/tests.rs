@@ -56,7 +56,7 @@ fn pages_are_kept_and_each_notice_hands_on_the_next() {
     let text = rows(300);
     let items = [Item {
         text: &text,
-        framing: Framing::Text,
+        framing: TextKind::Text,
     }];
     let mut host = host();
     let policy = s.policy(Default::default(), Some("export"));
@@ -99,7 +99,7 @@ fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
     let text = rows(300);
     let items = [Item {
         text: &text,
-        framing: Framing::Text,
+        framing: TextKind::Text,
     }];
     let policy = s.policy(Default::default(), Some("export"));
     let cut = cut(&items, &[0], &policy, &s.paging, &call(), &mut host()).unwrap();
@@ -122,7 +122,7 @@ fn a_signed_handle_rebuilds_any_page_from_the_same_result_only() {
     let changed = rows(301);
     let other = [Item {
         text: &changed,
-        framing: Framing::Text,
+        framing: TextKind::Text,
     }];
     assert_eq!(page_of(&other, &[0], &h, &s.paging), Err(Rebuilt::Changed));
 }
@@ -133,7 +133,7 @@ fn without_store_or_key_the_rest_is_not_kept() {
     let text = rows(300);
     let items = [Item {
         text: &text,
-        framing: Framing::Text,
+        framing: TextKind::Text,
     }];
     let policy = s.policy(Default::default(), Some("export"));
     let cut = cut(&items, &[0], &policy, &s.paging, &call(), &mut host()).unwrap();
@@ -157,9 +157,9 @@ fn without_store_or_key_the_rest_is_not_kept() {
 /// the result counts as not kept, and no handle leads into the store.
 #[test]
 fn a_refused_page_write_hands_out_no_stored_page() {
-    use crate::shared::{SessionStore, Unstored};
+    use crate::shared::{Services, Unstored};
     struct RefusesPages(SharedMemory);
-    impl SessionStore for RefusesPages {
+    impl Services for RefusesPages {
         fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
             self.0.get(key)
         }
@@ -179,7 +179,7 @@ fn a_refused_page_write_hands_out_no_stored_page() {
     let text = rows(300);
     let items = [Item {
         text: &text,
-        framing: Framing::Text,
+        framing: TextKind::Text,
     }];
     // Without a key no page can be rebuilt elsewhere either: nothing paged.
     let s = settings("");

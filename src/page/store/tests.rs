@@ -134,7 +134,7 @@ fn concurrent_writers_never_share_a_slot() {
         inner: SharedMemory,
         interfere: u32,
     }
-    impl SessionStore for Racing {
+    impl Services for Racing {
         fn get(&self, key: &str) -> Option<(Vec<u8>, u32)> {
             self.inner.get(key)
         }

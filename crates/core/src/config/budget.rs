@@ -88,7 +88,7 @@ impl BudgetPatch {
 /// again (a stateless page: any gateway with the key can serve it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Reissue {
+pub enum ReissuePolicy {
     /// When `tools/list` (seen by the gateway that cut the result, or by the
     /// one serving the page) annotates the tool `readOnlyHint` or
     /// `idempotentHint` (MCP 2025-03-26 and later, `ToolAnnotations`).
@@ -105,7 +105,7 @@ pub enum Reissue {
 #[serde(deny_unknown_fields)]
 pub struct PagingPatch {
     pub enabled: Option<bool>,
-    pub reissue: Option<Reissue>,
+    pub reissue: Option<ReissuePolicy>,
 }
 
 /// The top-level `paging` section as written.
@@ -113,7 +113,7 @@ pub struct PagingPatch {
 #[serde(deny_unknown_fields)]
 pub struct PagingSection {
     pub enabled: Option<bool>,
-    pub reissue: Option<Reissue>,
+    pub reissue: Option<ReissuePolicy>,
     pub tool_name: Option<String>,
     pub ttl_s: Option<u64>,
     pub store_bytes: Option<u64>,
@@ -458,7 +458,7 @@ mod tests {
         let p = s.policy(ServerScope::default(), Some("any"));
         assert_eq!(
             (p.budget, p.paging, p.reissue),
-            (None, false, Reissue::Auto)
+            (None, false, ReissuePolicy::Auto)
         );
         assert!(!s.paging_anywhere() && !s.budget_anywhere() && !s.rewrites_listings());
         assert_eq!(s.paging, PagingSettings::default());
@@ -481,7 +481,7 @@ mod tests {
         let top = ServerScope::default();
         assert_eq!(s.policy(top, Some("x")).budget, Some(Budget::Tokens(30000)));
         assert_eq!(s.policy(top, Some("a")).budget, Some(Budget::Bytes(4096)));
-        assert_eq!(s.policy(top, Some("a")).reissue, Reissue::Never);
+        assert_eq!(s.policy(top, Some("a")).reissue, ReissuePolicy::Never);
         assert_eq!(s.policy(top, Some("b")).budget, None, "0 turns it off");
         assert!(!s.policy(top, Some("x")).paging);
         assert_eq!(s.policy(crm, Some("x")).budget, Some(Budget::Tokens(5000)));

@@ -5,7 +5,7 @@
 //! Traefik" lists what each host lacks and what happens instead where a
 //! field is accepted).
 
-use super::{join, ConfigError, OwnerSource, Patch, Reissue, Settings};
+use super::{join, ConfigError, OwnerSource, Patch, ReissuePolicy, Settings};
 
 /// The abilities the core's features depend on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl Settings {
                     ),
                 ));
             }
-            let always = |p: &Patch| p.paging.reissue == Some(Reissue::Always);
+            let always = |p: &Patch| p.paging.reissue == Some(ReissuePolicy::Always);
             if let Some(path) = self.first_layer(always) {
                 return Err(ConfigError::new(
                     join(&path, "paging.reissue"),

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 pub use budget::{
-    Budget, BudgetPatch, OwnerSource, PagingPatch, PagingSection, PagingSettings, Reissue,
+    Budget, BudgetPatch, OwnerSource, PagingPatch, PagingSection, PagingSettings, ReissuePolicy,
     DEFAULT_PAGE_TOOL,
 };
 pub use clean::{CleanPatch, CleanSettings};
@@ -373,7 +373,7 @@ pub struct Policy {
     /// The rest of a cut result can be fetched with the page tool.
     pub paging: bool,
     /// Whether a page may be served by calling the tool again.
-    pub reissue: Reissue,
+    pub reissue: ReissuePolicy,
     /// Operator rules and whether agent queries apply to this tool.
     pub project: ProjectPolicy,
 }
@@ -836,7 +836,7 @@ impl Settings {
         let mut trim = false;
         let mut budget = None;
         let mut paging = false;
-        let mut reissue = Reissue::default();
+        let mut reissue = ReissuePolicy::default();
         let mut project = ProjectPolicy::default();
         for layer in layers {
             toon.apply(&layer.toon);

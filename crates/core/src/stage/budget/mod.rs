@@ -18,7 +18,7 @@ pub mod units;
 use std::ops::Range;
 
 use crate::config::Budget;
-use crate::stage::clean::Framing;
+use crate::stage::clean::TextKind;
 pub use units::{UnitKind, Units};
 
 /// What `text` costs against `budget`.
@@ -40,7 +40,7 @@ fn limit(budget: Budget) -> usize {
 #[derive(Debug, Clone, Copy)]
 pub struct Item<'a> {
     pub text: &'a str,
-    pub framing: Framing,
+    pub framing: TextKind,
 }
 
 /// One page: a run of units of one text item.

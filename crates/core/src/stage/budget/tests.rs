@@ -11,14 +11,14 @@ fn toon_text(rows: usize) -> String {
     s
 }
 
-fn item(text: &str, framing: Framing) -> Item<'_> {
+fn item(text: &str, framing: TextKind) -> Item<'_> {
     Item { text, framing }
 }
 
 #[test]
 fn toon_rows_keep_the_header_and_a_true_count() {
     let text = toon_text(5);
-    let u = Units::structured(&text, Framing::Toon(Header::Marker)).unwrap();
+    let u = Units::structured(&text, TextKind::Toon(Header::Marker)).unwrap();
     assert_eq!(u.kind, UnitKind::Rows);
     assert_eq!(u.len(), 5);
     assert_eq!(u.render(0..5), text);
@@ -31,10 +31,10 @@ fn toon_rows_keep_the_header_and_a_true_count() {
 #[test]
 fn toon_root_table_and_quoted_key() {
     let text = "[mcp-toon/v1] m\n[3]{a}:\n  1\n  2\n  3";
-    let u = Units::structured(text, Framing::Toon(Header::Marker)).unwrap();
+    let u = Units::structured(text, TextKind::Toon(Header::Marker)).unwrap();
     assert_eq!(u.render(2..3), "[mcp-toon/v1] m\n[1]{a}:\n  3");
     let text = "[mcp-toon/v1] m\n\"a[b\"[2]{x}:\n  1\n  2";
-    let u = Units::structured(text, Framing::Toon(Header::Marker)).unwrap();
+    let u = Units::structured(text, TextKind::Toon(Header::Marker)).unwrap();
     assert_eq!(u.render(0..1), "[mcp-toon/v1] m\n\"a[b\"[1]{x}:\n  1");
 }
 
@@ -47,7 +47,7 @@ fn toon_that_is_not_one_table_has_no_structured_units() {
         "no marker\n[1]{a}:\n  1",
     ] {
         assert!(
-            Units::structured(text, Framing::Toon(Header::Marker)).is_none(),
+            Units::structured(text, TextKind::Toon(Header::Marker)).is_none(),
             "{text}"
         );
     }
@@ -56,7 +56,7 @@ fn toon_that_is_not_one_table_has_no_structured_units() {
 #[test]
 fn fenced_toon_keeps_its_fence() {
     let text = "[mcp-toon/v1] m\n```toon\n[2]{a}:\n  1\n  2\n```";
-    let u = Units::structured(text, Framing::Toon(Header::Fence)).unwrap();
+    let u = Units::structured(text, TextKind::Toon(Header::Fence)).unwrap();
     assert_eq!(
         u.render(1..2),
         "[mcp-toon/v1] m\n```toon\n[1]{a}:\n  2\n```"
@@ -66,26 +66,26 @@ fn fenced_toon_keeps_its_fence() {
 #[test]
 fn json_arrays_envelopes_and_objects() {
     let text = r#"[{"a":1}, {"a":2} ,{"a":[3]}]"#;
-    let u = Units::structured(text, Framing::Text).unwrap();
+    let u = Units::structured(text, TextKind::Text).unwrap();
     assert_eq!(u.kind, UnitKind::Items);
     assert_eq!(u.render(1..3), r#"[{"a":2},{"a":[3]}]"#);
 
     let text = r#"{"total":3,"items":[1,2,3,4,5,6,7,8,9,10,11,12,13,14],"next":"x"}"#;
-    let u = Units::structured(text, Framing::Text).unwrap();
+    let u = Units::structured(text, TextKind::Text).unwrap();
     assert_eq!(u.kind, UnitKind::Items);
     assert_eq!(u.render(0..2), r#"{"total":3,"items":[1,2],"next":"x"}"#);
 
     let text = r#"{ "a" : 1, "b":{"c":2},"a":3 }"#;
-    let u = Units::structured(text, Framing::Text).unwrap();
+    let u = Units::structured(text, TextKind::Text).unwrap();
     assert_eq!(u.kind, UnitKind::Members);
     assert_eq!(u.len(), 3, "duplicate keys stay");
     assert_eq!(u.render(1..3), r#"{"b":{"c":2},"a":3}"#);
     for page in [u.render(0..1), u.render(2..3)] {
         serde_json::from_str::<serde_json::Value>(&page).unwrap();
     }
-    assert!(Units::structured("\"just a string\"", Framing::Text).is_none());
-    assert!(Units::structured("[]", Framing::Text).is_none());
-    assert!(Units::structured("{\"a\":1}", Framing::Text).is_none());
+    assert!(Units::structured("\"just a string\"", TextKind::Text).is_none());
+    assert!(Units::structured("[]", TextKind::Text).is_none());
+    assert!(Units::structured("{\"a\":1}", TextKind::Text).is_none());
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn rows_json(n: usize) -> String {
 fn every_page_fits_and_the_pages_hold_every_unit_once() {
     let text = rows_json(500);
     for budget in [Budget::Tokens(500), Budget::Bytes(3000)] {
-        let items = [item(&text, Framing::Text)];
+        let items = [item(&text, TextKind::Text)];
         let plan = plan(&items, budget, 60).unwrap();
         assert_eq!(plan.cut, 0);
         let mut next = 0;
@@ -131,12 +131,12 @@ fn every_page_fits_and_the_pages_hold_every_unit_once() {
 fn a_result_that_fits_is_not_cut() {
     let text = rows_json(3);
     assert_eq!(
-        plan(&[item(&text, Framing::Text)], Budget::Tokens(10_000), 50),
+        plan(&[item(&text, TextKind::Text)], Budget::Tokens(10_000), 50),
         Err(NoPlan::Fits)
     );
     assert_eq!(
         plan(
-            &[item(&rows_json(300), Framing::Text)],
+            &[item(&rows_json(300), TextKind::Text)],
             Budget::Tokens(500),
             495
         ),
@@ -150,9 +150,9 @@ fn items_before_the_cut_stay_whole_and_later_items_become_pages() {
     let big = rows_json(200);
     let after = "line one\nline two\n".repeat(40);
     let items = [
-        item(small, Framing::Text),
-        item(&big, Framing::Text),
-        item(&after, Framing::Text),
+        item(small, TextKind::Text),
+        item(&big, TextKind::Text),
+        item(&after, TextKind::Text),
     ];
     let plan = plan(&items, Budget::Tokens(600), 50).unwrap();
     assert_eq!(plan.cut, 1);
@@ -171,7 +171,7 @@ fn items_before_the_cut_stay_whole_and_later_items_become_pages() {
 #[test]
 fn a_structured_unit_larger_than_a_page_falls_back_to_lines() {
     let big_row = format!("[{{\"blob\":\"{}\"}},{{\"a\":1}}]", "x ".repeat(3000));
-    let plan = plan(&[item(&big_row, Framing::Text)], Budget::Bytes(2048), 100).unwrap();
+    let plan = plan(&[item(&big_row, TextKind::Text)], Budget::Bytes(2048), 100).unwrap();
     let joined: String = plan.pages.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(joined, big_row);
     assert!(plan.pages.iter().all(|p| p.kind == UnitKind::Lines));
@@ -187,7 +187,7 @@ fn the_longest_notice_bounds_every_notice() {
         handle: "abcdefghijklmnop",
     };
     let reserve = measure(&notice::longest(budget, text.len(), more), budget);
-    let plan = plan(&[item(&text, Framing::Text)], budget, reserve).unwrap();
+    let plan = plan(&[item(&text, TextKind::Text)], budget, reserve).unwrap();
     let first = notice::first(&plan, budget, &|i| i, more);
     assert!(measure(&first, budget) <= reserve, "{first}");
     for (n, p) in plan.pages.iter().enumerate() {

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 
 use crate::marker::MARKER_PREFIX;
 use crate::mcp::Edits;
-use crate::stage::clean::{split_framed, Framing};
+use crate::stage::clean::{split_framed, TextKind};
 
 /// What one unit is, for the notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,10 +78,10 @@ pub struct Units<'a> {
 impl<'a> Units<'a> {
     /// The structured units of a block (TOON or JSON); `None` when the text
     /// is neither a table nor a JSON array or object with units.
-    pub fn structured(text: &'a str, framing: Framing) -> Option<Self> {
+    pub fn structured(text: &'a str, framing: TextKind) -> Option<Self> {
         match framing {
-            Framing::Toon(_) => toon(text, framing),
-            Framing::Text => json(text),
+            TextKind::Toon(_) => toon(text, framing),
+            TextKind::Text => json(text),
         }
     }
 
@@ -204,7 +204,7 @@ impl<'a> Units<'a> {
 }
 
 /// A TOON emission with one table: its rows.
-fn toon(text: &str, framing: Framing) -> Option<Units<'_>> {
+fn toon(text: &str, framing: TextKind) -> Option<Units<'_>> {
     let parts = split_framed(text, framing)?;
     let body = parts.body;
     let base = parts.head.len();

@@ -24,7 +24,7 @@ use crate::marker::Header;
 
 /// What the text to cap is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub enum TextKind {
     /// Plain text or JSON: cut anywhere between characters.
     Text,
     /// A TOON emission with this header (as `marker::wrap` writes it).
@@ -58,7 +58,7 @@ impl Capped {
 }
 
 /// Caps `text` at `max_text_bytes` (0: no cap).
-pub fn cap(text: &str, max_text_bytes: usize, framing: Framing) -> Capped {
+pub fn cap(text: &str, max_text_bytes: usize, framing: TextKind) -> Capped {
     if max_text_bytes == 0 || text.len() <= max_text_bytes {
         return Capped::Fits;
     }
@@ -100,7 +100,7 @@ pub fn cap(text: &str, max_text_bytes: usize, framing: Framing) -> Capped {
 /// Whether `cap` can keep this text's header and first data line (or there
 /// is nothing to cut): the pipeline asks before it settles on a TOON
 /// emission.
-pub fn can_hold_first_row(text: &str, max_text_bytes: usize, framing: Framing) -> bool {
+pub fn can_hold_first_row(text: &str, max_text_bytes: usize, framing: TextKind) -> bool {
     !matches!(cap(text, max_text_bytes, framing), Capped::TooSmall)
 }
 
@@ -144,8 +144,8 @@ pub struct Parts<'a> {
 
 /// `None` for plain text, or when the text does not have the header its
 /// framing says (it is then capped as plain text).
-pub fn split(text: &str, framing: Framing) -> Option<Parts<'_>> {
-    let Framing::Toon(header) = framing else {
+pub fn split(text: &str, framing: TextKind) -> Option<Parts<'_>> {
+    let TextKind::Toon(header) = framing else {
         return None;
     };
     let body = marker::unwrap(text, header)?;

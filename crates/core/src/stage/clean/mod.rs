@@ -46,7 +46,7 @@ mod tests;
 
 pub use crate::config::CleanSettings;
 pub use cap::split as split_framed;
-pub use cap::{can_hold_first_row, cap, Capped, Framing};
+pub use cap::{can_hold_first_row, cap, Capped, TextKind};
 pub use html::SUPPORTED as HTML_SUPPORTED;
 
 use serde::de::IgnoredAny;

@@ -36,13 +36,15 @@ use crate::stage::literal_len;
 /// budget (issue 13).
 pub const GENERIC_BYTES: usize = 16 * 1024;
 
-/// What is left of one response's generic-path budget ([`GENERIC_BYTES`]).
+/// What is left of one response's generic-path work ([`GENERIC_BYTES`] of
+/// input the generic encoder may read): an allowance of work, not a tool's
+/// token budget (`config::Budget`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Budget {
+pub struct Allowance {
     generic_bytes: usize,
 }
 
-impl Budget {
+impl Allowance {
     /// A whole budget, for one response or one event stream.
     pub fn per_response() -> Self {
         Self {
@@ -85,7 +87,7 @@ pub fn encode(text: &str, wire_len: usize, s: &ToonSettings) -> Result<String, R
         text,
         Sizes::of(text, wire_len),
         s,
-        &mut Budget::per_response(),
+        &mut Allowance::per_response(),
     )
     .map(|e| e.text)
 }
@@ -125,7 +127,7 @@ pub fn encode_within(
     text: &str,
     sizes: Sizes,
     s: &ToonSettings,
-    budget: &mut Budget,
+    budget: &mut Allowance,
 ) -> Result<Emission, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);
@@ -199,7 +201,7 @@ fn generic(
     text: &str,
     sizes: Sizes,
     s: &ToonSettings,
-    budget: Option<&mut Budget>,
+    budget: Option<&mut Allowance>,
 ) -> Result<Emission, Reason> {
     if s.mode == Mode::Off {
         return Err(Reason::ModeOff);

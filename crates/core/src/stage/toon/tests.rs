@@ -459,7 +459,7 @@ fn the_generic_budget_holds_at_its_exact_boundary() {
 fn one_generic_budget_serves_a_whole_response() {
     let s = settings();
     let half = sparse_rows(GENERIC_BYTES / 2);
-    let mut budget = Budget::per_response();
+    let mut budget = Allowance::per_response();
     let first = encode_within(&half, Sizes::of(&half, literal_len(&half)), &s, &mut budget);
     assert_ne!(first, Err(Reason::ToonBudget));
     let second = encode_within(&half, Sizes::of(&half, literal_len(&half)), &s, &mut budget);

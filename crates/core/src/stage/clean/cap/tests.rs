@@ -6,7 +6,7 @@
     clippy::indexing_slicing
 )]
 
-use super::{can_hold_first_row, cap, Capped, Framing};
+use super::{can_hold_first_row, cap, Capped, TextKind};
 use crate::marker;
 use crate::marker::Header;
 use crate::stage::clean::Transform;
@@ -30,14 +30,14 @@ fn cut(c: Capped) -> (String, usize) {
 
 #[test]
 fn no_cap_or_short_text_fits() {
-    assert_eq!(cap("abc", 0, Framing::Text), Capped::Fits);
-    assert_eq!(cap("abc", 3, Framing::Text), Capped::Fits);
+    assert_eq!(cap("abc", 0, TextKind::Text), Capped::Fits);
+    assert_eq!(cap("abc", 3, TextKind::Text), Capped::Fits);
 }
 
 #[test]
 fn text_is_cut_at_a_character_boundary_with_a_notice() {
     let text = "é".repeat(100); // 200 bytes
-    let (out, n) = cut(cap(&text, 80, Framing::Text));
+    let (out, n) = cut(cap(&text, 80, TextKind::Text));
     // The notice for a 200-byte text is at most 33 bytes long; that leaves
     // 47 bytes, which hold 23 two-byte characters.
     assert_eq!(
@@ -50,16 +50,16 @@ fn text_is_cut_at_a_character_boundary_with_a_notice() {
 
 #[test]
 fn a_cap_below_the_notice_cuts_without_one() {
-    let (out, n) = cut(cap("abcdefghijklmnopqrstuvwxyz", 10, Framing::Text));
+    let (out, n) = cut(cap("abcdefghijklmnopqrstuvwxyz", 10, TextKind::Text));
     assert_eq!((out.as_str(), n), ("abcdefghij", 16));
-    let (out, _) = cut(cap("ééééé", 3, Framing::Text));
+    let (out, _) = cut(cap("ééééé", 3, TextKind::Text));
     assert_eq!(out, "é");
 }
 
 #[test]
 fn marker_line_stays_and_rows_are_whole() {
     let text = marker::wrap(&toon_rows(50), Header::Marker, M);
-    let (out, n) = cut(cap(&text, 120, Framing::Toon(Header::Marker)));
+    let (out, n) = cut(cap(&text, 120, TextKind::Toon(Header::Marker)));
     assert_eq!(
         out,
         format!(
@@ -75,7 +75,7 @@ fn marker_line_stays_and_rows_are_whole() {
 #[test]
 fn fence_keeps_its_header_and_closing_fence() {
     let text = marker::wrap(&toon_rows(50), Header::Fence, M);
-    let (out, n) = cut(cap(&text, 140, Framing::Toon(Header::Fence)));
+    let (out, n) = cut(cap(&text, 140, TextKind::Toon(Header::Fence)));
     assert_eq!(
         out,
         format!(
@@ -90,7 +90,7 @@ fn fence_keeps_its_header_and_closing_fence() {
 #[test]
 fn bare_toon_keeps_whole_rows() {
     let text = toon_rows(50);
-    let (out, _) = cut(cap(&text, 70, Framing::Toon(Header::None)));
+    let (out, _) = cut(cap(&text, 70, TextKind::Toon(Header::None)));
     assert!(out.starts_with("[50]{id,name}:\n  0,name-0\n"), "{out}");
     assert!(out.len() <= 70);
     let body = out.rsplit_once("\n[mcp-toon: cut").unwrap().0;
@@ -107,30 +107,30 @@ fn too_small_for_header_and_first_row() {
     )
     .len();
     assert_eq!(
-        cap(&text, need - 1, Framing::Toon(Header::Fence)),
+        cap(&text, need - 1, TextKind::Toon(Header::Fence)),
         Capped::TooSmall
     );
     assert!(!can_hold_first_row(
         &text,
         need - 1,
-        Framing::Toon(Header::Fence)
+        TextKind::Toon(Header::Fence)
     ));
-    let (out, _) = cut(cap(&text, need, Framing::Toon(Header::Fence)));
+    let (out, _) = cut(cap(&text, need, TextKind::Toon(Header::Fence)));
     assert!(out.contains("\n  0,name-0\n```\n[mcp-toon: cut"), "{out}");
     assert!(!out.contains("1,name-1"));
     assert!(can_hold_first_row(
         &text,
         need,
-        Framing::Toon(Header::Fence)
+        TextKind::Toon(Header::Fence)
     ));
-    assert!(can_hold_first_row(&text, 0, Framing::Toon(Header::Fence)));
+    assert!(can_hold_first_row(&text, 0, TextKind::Toon(Header::Fence)));
 }
 
 #[test]
 fn nested_headers_count_as_header_lines() {
     let body = "data:\n  items[40]{a}:\n".to_string() + &vec!["    1"; 40].join("\n");
     let text = marker::wrap(&body, Header::Marker, M);
-    let (out, _) = cut(cap(&text, 100, Framing::Toon(Header::Marker)));
+    let (out, _) = cut(cap(&text, 100, TextKind::Toon(Header::Marker)));
     assert!(
         out.starts_with(&format!("{M}\ndata:\n  items[40]{{a}}:\n    1\n")),
         "{out}"
@@ -140,7 +140,7 @@ fn nested_headers_count_as_header_lines() {
 #[test]
 fn a_text_without_its_header_is_capped_as_text() {
     let text = "no marker here ".repeat(20);
-    let (out, _) = cut(cap(&text, 60, Framing::Toon(Header::Marker)));
+    let (out, _) = cut(cap(&text, 60, TextKind::Toon(Header::Marker)));
     assert!(out.starts_with("no marker here"));
     assert!(out.len() <= 60);
 }
@@ -150,7 +150,7 @@ fn every_cap_is_respected() {
     for header in [Header::None, Header::Marker, Header::Fence] {
         let text = marker::wrap(&toon_rows(30), header, M);
         for max in 1..=text.len() + 1 {
-            match cap(&text, max, Framing::Toon(header)) {
+            match cap(&text, max, TextKind::Toon(header)) {
                 Capped::Fits => assert!(text.len() <= max),
                 Capped::TooSmall => {}
                 Capped::Cut { text: out, cut } => {
@@ -169,7 +169,7 @@ fn every_cap_is_respected() {
         }
         let text = format!("{text}é😀");
         for max in 1..=text.len() {
-            if let Capped::Cut { text: out, .. } = cap(&text, max, Framing::Text) {
+            if let Capped::Cut { text: out, .. } = cap(&text, max, TextKind::Text) {
                 assert!(out.len() <= max);
             }
         }
@@ -179,7 +179,7 @@ fn every_cap_is_respected() {
 #[test]
 fn applied_records_the_cut() {
     let text = "x".repeat(500);
-    let c = cap(&text, 100, Framing::Text);
+    let c = cap(&text, 100, TextKind::Text);
     let a = c.applied(text.len()).unwrap();
     assert_eq!(
         (a.transform, a.bytes_before, a.bytes_after),
