@@ -61,18 +61,19 @@ mod listing;
 mod trim;
 
 use block::Block;
-pub use budget::{page_tool, PageContext};
-pub use listing::DECODE_HINT;
+pub(crate) use budget::PageContext;
+#[cfg(test)]
+pub(crate) use listing::DECODE_HINT;
 use trim::TrimPlan;
 
 /// One tool of a listing: its name and which of the plugin's arguments its
 /// own schema declares (none: the tool does not).
-pub type Listed = (String, Vec<String>);
+pub(crate) type Listed = (String, Vec<String>);
 
 /// A response body between [`start`] and the end of its stages
 /// ([`Job::finish_keeping_original`]).
 #[derive(Debug)]
-pub struct Job {
+pub(crate) struct Job {
     body: String,
     edits: Edits,
     blocks: Vec<Block>,
@@ -109,14 +110,14 @@ pub fn process_response(
 
 /// A body after the stages: changed, or exactly as it came.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     Changed(Vec<u8>),
     Unchanged(Vec<u8>),
 }
 
 impl Output {
     /// The new body, if any.
-    pub fn changed(self) -> Option<Vec<u8>> {
+    pub(crate) fn changed(self) -> Option<Vec<u8>> {
         match self {
             Output::Changed(b) => Some(b),
             Output::Unchanged(_) => None,
@@ -124,7 +125,7 @@ impl Output {
     }
 
     /// The bytes to send, changed or not.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
         match self {
             Output::Changed(b) | Output::Unchanged(b) => b,
         }
@@ -135,7 +136,7 @@ impl Output {
 /// plans the trim callout. `random` fills a buffer with random bytes (false
 /// when the host has none): the callout's boundaries. `Err` hands the body
 /// back: nothing in it can change.
-pub fn start(
+pub(crate) fn start(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
@@ -149,7 +150,7 @@ pub fn start(
 
 /// [`start`] with the request's calls resolved already: a stream keeps
 /// them for every body that answers its request.
-pub fn start_resolved(
+pub(crate) fn start_resolved(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
@@ -176,7 +177,7 @@ pub fn start_resolved(
 /// (issue 14: an event that answers none of the calls, or whose result is
 /// an error, costs its scan and nothing more; one whose texts the scan
 /// left unread, its scan and their decisions).
-pub fn start_borrowed(
+pub(crate) fn start_borrowed(
     settings: &Settings,
     scope: ServerScope,
     request: &RequestInfo,
@@ -237,14 +238,14 @@ impl Found {
 /// not decoded (`mcp::Texts`): source files, diffs and logs pass at the
 /// cost of a check.
 #[derive(Debug, Clone)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// By the calls' positions in the request; `None` for other methods.
     policies: Vec<Option<Policy>>,
     texts: mcp::Texts,
 }
 
 impl Resolved {
-    pub fn of(settings: &Settings, scope: ServerScope, request: &RequestInfo) -> Self {
+    pub(crate) fn of(settings: &Settings, scope: ServerScope, request: &RequestInfo) -> Self {
         let policies: Vec<Option<Policy>> = request
             .calls
             .iter()
@@ -359,14 +360,14 @@ fn read(
 
 impl Job {
     /// The HTTP call the host should make before the job finishes, if any.
-    pub fn callout(&self) -> Option<&stage::trim::LlmRequest> {
+    pub(crate) fn callout(&self) -> Option<&stage::trim::LlmRequest> {
         self.trim.as_ref().map(|t| &t.request)
     }
 
     /// Applies the callout's reply (or its absence), encodes, and returns
     /// the body to send when anything changed. Results over a budget are
     /// cut without pages (no store, no handles).
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
@@ -385,7 +386,7 @@ impl Job {
     /// [`Job::finish`], drawing the TOON stage's generic-path work from
     /// `toon` (an event stream shares one across its events) and keeping
     /// the pages of cut results where `cx` says.
-    pub fn finish_with<H: Services + ?Sized>(
+    pub(crate) fn finish_with<H: Services + ?Sized>(
         self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
@@ -399,14 +400,14 @@ impl Job {
 
     /// The trimming tools its listings showed, and which of the plugin's
     /// arguments each declares itself.
-    pub fn listed(&self) -> &[Listed] {
+    pub(crate) fn listed(&self) -> &[Listed] {
         &self.listed
     }
 
     /// Goes on without the callout (the stream could not wait for it):
     /// its blocks are counted under `reason`, and finishing then leaves
     /// them as clean left them.
-    pub fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
+    pub(crate) fn give_up_trim(&mut self, reason: Reason, report: &mut Report) {
         if let Some(plan) = self.trim.take() {
             for &i in &plan.blocks {
                 if let Some(block) = self.blocks.get(i) {
@@ -417,18 +418,18 @@ impl Job {
     }
 
     /// Bytes of the body as it came.
-    pub fn body_len(&self) -> usize {
+    pub(crate) fn body_len(&self) -> usize {
         self.body.len()
     }
 
     /// The body as it came, for a stream that gives up on this job.
-    pub fn into_original(self) -> Vec<u8> {
+    pub(crate) fn into_original(self) -> Vec<u8> {
         self.body.into_bytes()
     }
 
     /// [`Job::finish_with`], handing back the original body too when a new
     /// one replaces it: a host that refuses the new body gets the original.
-    pub fn finish_keeping_original<H: Services + ?Sized>(
+    pub(crate) fn finish_keeping_original<H: Services + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
@@ -518,7 +519,7 @@ impl Job {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FinalItem {
     /// Index in `content[]`.
-    pub index: usize,
+    pub(crate) index: usize,
     pub text: String,
     pub framing: TextKind,
 }

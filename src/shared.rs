@@ -58,7 +58,7 @@ pub struct SharedMemory {
     /// The last version handed out (versions are never 0, as Envoy's).
     version: u32,
     pub now_ms: u64,
-    pub entropy: Entropy,
+    pub(crate) entropy: Entropy,
 }
 
 /// Where [`SharedMemory`]'s random bytes come from.
@@ -95,17 +95,20 @@ impl SharedMemory {
         }
     }
 
-    pub fn keys(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> usize {
         self.data.len()
     }
 
+    #[cfg(test)]
     /// Every key with its value and version.
-    pub fn entries(&self) -> impl Iterator<Item = (&String, &(Vec<u8>, u32))> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&String, &(Vec<u8>, u32))> {
         self.data.iter()
     }
 
+    #[cfg(test)]
     /// The values that are not empty (an empty value is a cleared key).
-    pub fn values(&self) -> Vec<&[u8]> {
+    pub(crate) fn values(&self) -> Vec<&[u8]> {
         self.data
             .values()
             .map(|(v, _)| v.as_slice())
@@ -113,7 +116,8 @@ impl SharedMemory {
             .collect()
     }
 
-    pub fn bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
         self.data.values().map(|(v, _)| v.len()).sum()
     }
 }

@@ -234,7 +234,7 @@ pub fn run(
 
 /// `bytes` cut into chunks of the given sizes (cycled; zero sizes become
 /// one), each with its end-of-stream flag. An empty body is one empty chunk.
-pub fn split<'a>(bytes: &'a [u8], sizes: &[usize]) -> Vec<(&'a [u8], bool)> {
+pub(crate) fn split<'a>(bytes: &'a [u8], sizes: &[usize]) -> Vec<(&'a [u8], bool)> {
     let mut out = Vec::new();
     let mut rest = bytes;
     let mut i = 0;

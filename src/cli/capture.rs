@@ -19,7 +19,7 @@ const SYNTHETIC_ID: u64 = 1;
 /// What a payload file held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A JSON-RPC response or batch, measured as it is.
     #[serde(rename = "jsonrpc")]
     JsonRpc,
@@ -36,7 +36,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::JsonRpc => "jsonrpc",
             Kind::CallToolResult => "call_tool_result",
@@ -51,13 +51,13 @@ impl Kind {
 /// The response bodies a payload stands for, each as the plugin would
 /// receive it from a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bodies {
-    pub kind: Kind,
-    pub bodies: Vec<Vec<u8>>,
+pub(crate) struct Bodies {
+    pub(crate) kind: Kind,
+    pub(crate) bodies: Vec<Vec<u8>>,
 }
 
 /// Works out the shape of a payload and the response bodies it stands for.
-pub fn bodies(bytes: &[u8]) -> Bodies {
+pub(crate) fn bodies(bytes: &[u8]) -> Bodies {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Bodies {
             kind: Kind::Binary,
@@ -132,7 +132,7 @@ fn looks_like_sse(text: &str) -> bool {
 /// The data of each event of a stream, cut by the framer the plugin uses
 /// (`crate::sse`, WHATWG HTML §9.2.5–9.2.6). Unlike a browser, a last event
 /// without its blank line still counts: captures get cut short.
-pub fn sse_data(text: &str) -> Vec<String> {
+pub(crate) fn sse_data(text: &str) -> Vec<String> {
     let mut framer = SseFramer::new(text.len().saturating_add(2));
     let mut units = framer.push(text.as_bytes());
     units.extend(framer.push(b"\n\n"));

@@ -23,7 +23,7 @@ const BEFORE_COLOUR: &str = "#8c959f";
 const AFTER_COLOUR: &str = "#0969da";
 
 /// Text safe inside HTML and SVG element content and quoted attributes.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -39,7 +39,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The whole page.
-pub fn render(m: &Measurement) -> String {
+pub(crate) fn render(m: &Measurement) -> String {
     let t = &m.totals;
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");

@@ -17,7 +17,7 @@ use crate::mcp;
 /// Bytes and tokens of one form of a listing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Size {
-    pub bytes: usize,
+    pub(crate) bytes: usize,
     pub tokens: usize,
 }
 
@@ -39,24 +39,14 @@ impl Size {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ListingReport {
     pub tools: usize,
-    pub pages: usize,
+    pub(crate) pages: usize,
     pub sent: Size,
     pub light: Size,
     pub medium: Size,
     pub high: Size,
     /// The hot tools the disclosed form lists (those the catalog has).
-    pub hot: Vec<String>,
+    pub(crate) hot: Vec<String>,
     pub disclosed: Size,
-}
-
-impl ListingReport {
-    pub fn compact(&self, level: Level) -> Size {
-        match level {
-            Level::Light => self.light,
-            Level::Medium => self.medium,
-            Level::High => self.high,
-        }
-    }
 }
 
 /// The `result` texts of a body whose every response is a `tools/list`

@@ -24,9 +24,9 @@ use crate::report::{Decision, Report};
 
 /// One captured payload: a name to show and the bytes as saved.
 #[derive(Debug, Clone)]
-pub struct Payload {
-    pub name: String,
-    pub bytes: Vec<u8>,
+pub(crate) struct Payload {
+    pub(crate) name: String,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Where the payloads are taken to come from: the tool name picks the
@@ -44,12 +44,12 @@ pub struct Target {
 pub struct StageDecision {
     pub stage: &'static str,
     /// The clean transform this decision is about, if any.
-    pub transform: Option<&'static str>,
+    pub(crate) transform: Option<&'static str>,
     pub outcome: &'static str,
-    pub reason: Option<&'static str>,
-    pub bytes_before: usize,
-    pub bytes_after: usize,
-    pub lossless: bool,
+    pub(crate) reason: Option<&'static str>,
+    pub(crate) bytes_before: usize,
+    pub(crate) bytes_after: usize,
+    pub(crate) lossless: bool,
 }
 
 /// One text block (or, with `block` unset, a whole response that passed
@@ -57,8 +57,8 @@ pub struct StageDecision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Row {
     /// JSON-RPC id of the response, as its JSON text.
-    pub id: Option<String>,
-    pub tool: Option<String>,
+    pub(crate) id: Option<String>,
+    pub(crate) tool: Option<String>,
     /// Index in `result.content[]`.
     pub block: Option<usize>,
     /// The changes made, joined with `+` (`encoded`), or `passthrough`.
@@ -67,8 +67,8 @@ pub struct Row {
     /// with `,`.
     pub reason: Option<String>,
     /// False when a stage that changed the block drops information.
-    pub lossless: bool,
-    pub bytes_before: usize,
+    pub(crate) lossless: bool,
+    pub(crate) bytes_before: usize,
     pub bytes_after: usize,
     pub tokens_before: usize,
     pub tokens_after: usize,
@@ -77,13 +77,13 @@ pub struct Row {
 
 /// Sums over rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    pub blocks: usize,
-    pub changed: usize,
-    pub bytes_before: usize,
-    pub bytes_after: usize,
-    pub tokens_before: usize,
-    pub tokens_after: usize,
+pub(crate) struct Totals {
+    pub(crate) blocks: usize,
+    pub(crate) changed: usize,
+    pub(crate) bytes_before: usize,
+    pub(crate) bytes_after: usize,
+    pub(crate) tokens_before: usize,
+    pub(crate) tokens_after: usize,
 }
 
 impl Totals {
@@ -112,27 +112,27 @@ impl Totals {
 
 /// The rows of one payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PayloadReport {
-    pub payload: String,
-    pub kind: Kind,
-    pub rows: Vec<Row>,
-    pub totals: Totals,
+pub(crate) struct PayloadReport {
+    pub(crate) payload: String,
+    pub(crate) kind: Kind,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) totals: Totals,
     /// A captured `tools/list` result (every response of the payload one):
     /// what `listings` would make of it, instead of rows.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub listing: Option<ListingReport>,
+    pub(crate) listing: Option<ListingReport>,
 }
 
 /// Everything `mcp-toon measure` prints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Measurement {
-    pub tokenizer: &'static str,
-    pub payloads: Vec<PayloadReport>,
-    pub totals: Totals,
+pub(crate) struct Measurement {
+    pub(crate) tokenizer: &'static str,
+    pub(crate) payloads: Vec<PayloadReport>,
+    pub(crate) totals: Totals,
 }
 
 /// Measures every payload.
-pub fn measure(
+pub(crate) fn measure(
     settings: &Settings,
     target: &Target,
     tokenizer: &Tokenizer,
@@ -154,7 +154,7 @@ pub fn measure(
 }
 
 /// Measures one payload: every response body it stands for.
-pub fn measure_payload(
+pub(crate) fn measure_payload(
     settings: &Settings,
     target: &Target,
     tokenizer: &Tokenizer,
@@ -355,7 +355,7 @@ fn budget_cuts(
 }
 
 /// The outcome of a block no stage changed.
-pub const PASSTHROUGH: &str = "passthrough";
+pub(crate) const PASSTHROUGH: &str = "passthrough";
 
 type BlockKey = (Option<String>, Option<usize>);
 

@@ -6,7 +6,7 @@
 //! 2 a usage error or a configuration the plugin would refuse (same
 //! message as the plugin logs).
 
-pub mod capture;
+pub(crate) mod capture;
 mod html;
 pub mod listing;
 pub mod measure;

@@ -4,7 +4,7 @@ use super::listing::ListingReport;
 use super::measure::{Measurement, Totals};
 
 /// `before -> after (±p%)`; the percentage only when `before` is not zero.
-pub fn change(before: usize, after: usize) -> String {
+pub(crate) fn change(before: usize, after: usize) -> String {
     match percent(before, after) {
         Some(p) => format!("{before} -> {after} ({p})"),
         None => format!("{before} -> {after}"),
@@ -12,7 +12,7 @@ pub fn change(before: usize, after: usize) -> String {
 }
 
 /// The relative change, signed, one decimal: `-47.5%`.
-pub fn percent(before: usize, after: usize) -> Option<String> {
+pub(crate) fn percent(before: usize, after: usize) -> Option<String> {
     if before == 0 {
         return None;
     }
@@ -25,7 +25,7 @@ pub fn percent(before: usize, after: usize) -> Option<String> {
 }
 
 /// The whole table: one line per block, then the totals.
-pub fn render(m: &Measurement) -> String {
+pub(crate) fn render(m: &Measurement) -> String {
     let header = [
         "PAYLOAD", "ID", "BLOCK", "OUTCOME", "REASON", "BYTES", "TOKENS",
     ];
@@ -168,7 +168,7 @@ fn listing_row(name: &str, tools: usize, figures: &[usize; 5]) -> [String; 7] {
 }
 
 /// `TOTAL: 7 payloads, 9 blocks, 2 changed; bytes a -> b (p); o200k_base tokens c -> d (q)`.
-pub fn totals_line(payloads: usize, t: &Totals, tokenizer: &str) -> String {
+pub(crate) fn totals_line(payloads: usize, t: &Totals, tokenizer: &str) -> String {
     format!(
         "TOTAL: {payloads} payloads, {} blocks, {} changed; bytes {}; {tokenizer} tokens {}",
         t.blocks,

@@ -27,7 +27,7 @@ static O200K: OnceLock<Result<CoreBPE, String>> = OnceLock::new();
 
 impl Tokenizer {
     /// Name of the encoding, as tiktoken spells it.
-    pub const NAME: &'static str = "o200k_base";
+    pub(crate) const NAME: &'static str = "o200k_base";
 
     pub fn o200k_base() -> Result<Self, TokenizerError> {
         match O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string())) {

@@ -318,6 +318,7 @@ impl MemoryHost {
     }
 
     /// The direction's headers went on (to the server, for the request).
+    #[cfg(test)]
     pub fn went_on(&self, d: Direction) -> bool {
         self.side_ref(d).headers_sent
     }

@@ -15,30 +15,30 @@ pub(super) enum Site {
 #[derive(Debug, Default)]
 pub(super) struct Side {
     /// A body callback ran.
-    pub started: bool,
+    pub(crate) started: bool,
     /// The body ended (its last chunk, or trailers).
-    pub ended: bool,
+    pub(crate) ended: bool,
     /// The last body callback paused: the host holds a buffered body,
     /// writable until the direction goes on.
-    pub paused: bool,
+    pub(crate) paused: bool,
     /// The trailers callback paused for a callout reply.
-    pub trailers_waiting: bool,
+    pub(crate) trailers_waiting: bool,
     /// Bytes decided but not in the host yet: they go first at the next
     /// chance.
-    pub backlog: Vec<u8>,
+    pub(crate) backlog: Vec<u8>,
     /// A host call that moves bytes failed: the rest passes as it comes.
-    pub refused: bool,
+    pub(crate) refused: bool,
 }
 
 impl Side {
     /// Nothing of this direction is paused or waiting to go.
-    pub fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         !self.paused && self.backlog.is_empty()
     }
 
     /// The stream stopped (a reset) before this body ended, with `held`
     /// bytes of it in the core or waiting here.
-    pub fn cut_short(&self, held: usize) -> bool {
+    pub(crate) fn cut_short(&self, held: usize) -> bool {
         self.started && !self.ended && (held > 0 || !self.backlog.is_empty())
     }
 }

@@ -34,12 +34,12 @@ use crate::pipeline::Listed;
 use crate::report::Decision;
 
 /// The most bytes the record of one server takes in shared data.
-pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_RECORD_BYTES: usize = 64 * 1024;
 /// Slots of server records.
-pub const SLOTS: u32 = 1024;
+pub(crate) const SLOTS: u32 = 1024;
 /// A record not refreshed by a listing for this long gives its slot up to
 /// another server (and is refreshed when half that has passed).
-pub const STALE_S: u64 = 86_400;
+pub(crate) const STALE_S: u64 = 86_400;
 
 /// Tool name → the plugin's argument names its schema declares.
 pub(super) type Declared = IndexMap<String, Vec<String>>;

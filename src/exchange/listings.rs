@@ -54,7 +54,7 @@ const BUILT: bool = !cfg!(all(feature = "traefik", target_arch = "wasm32"));
 const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// The shortest a kept list is used, whatever `ttlMs` says.
-pub const MIN_KEEP_MS: u64 = 60_000;
+pub(crate) const MIN_KEEP_MS: u64 = 60_000;
 
 /// What a stream of a scope with listings on keeps from its request.
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@ impl Exchange {
     /// hold in the core from now on (its bodies, events and queues). The
     /// driver sets it before each callback from what the VM's other
     /// streams hold.
-    pub fn allow(&mut self, room: usize) {
+    pub(crate) fn allow(&mut self, room: usize) {
         self.room = room;
     }
 
@@ -21,7 +21,7 @@ impl Exchange {
     /// the blocks the stages read from it. A JSON body that announced its
     /// length counts whole from its headers: it is collected into one
     /// buffer of that size.
-    pub fn memory(&self) -> usize {
+    pub(crate) fn memory(&self) -> usize {
         let body = &self.response_body;
         let announced = match self.phase {
             Phase::Buffering => body.announced().unwrap_or(0),
@@ -47,7 +47,7 @@ impl Exchange {
 
     /// The stream would hold more than its share of the VM's budget with
     /// `bytes` more (a callout's reply, read whole).
-    pub fn over_room_by(&self, bytes: usize) -> bool {
+    pub(crate) fn over_room_by(&self, bytes: usize) -> bool {
         self.memory().saturating_add(bytes) > self.room
     }
 

@@ -27,10 +27,12 @@ mod stream;
 
 use std::sync::Arc;
 
-pub use crate::media::{is_media, media_type};
+pub(crate) use crate::media::is_media;
+#[cfg(test)]
+pub(crate) use crate::media::media_type;
 pub use crate::shared::{NoServices, Services, Unstored};
 use collect::Collected;
-pub use paging::reissue::UpstreamReply;
+pub(crate) use paging::reissue::UpstreamReply;
 pub use paging::serve;
 
 use crate::callout::{LlmReply, LlmRequest};
@@ -45,7 +47,7 @@ use paging::reissue::Reissue;
 
 /// Most decisions a stream's record keeps; older ones are counted in
 /// metrics, then only their number stays (`omitted` in the record).
-pub const RECORD_DECISIONS: usize = 64;
+pub(crate) const RECORD_DECISIONS: usize = 64;
 
 /// What the host knows when request headers arrive.
 #[derive(Debug, Clone, Copy)]
@@ -79,19 +81,19 @@ pub struct RequestHead<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RequestPlan {
     /// Remove `accept-encoding` so the server answers uncompressed.
-    pub strip_accept_encoding: bool,
+    pub(crate) strip_accept_encoding: bool,
     /// Hand the body over as it comes.
-    pub read_body: bool,
+    pub(crate) read_body: bool,
     /// The body may be rewritten (intent or query argument removed): the old
     /// `content-length` must not go upstream.
-    pub remove_content_length: bool,
+    pub(crate) remove_content_length: bool,
     /// Hold the request headers until a body step continues (the body may
     /// be a page call, answered without the server). Needs Envoy's
     /// `allow_on_headers_stop_iteration`.
-    pub pause_headers: bool,
+    pub(crate) pause_headers: bool,
     /// Remove the re-issue mark ([`crate::page::mark::HEADER`]): it never
     /// goes on to the server.
-    pub remove_reissue_mark: bool,
+    pub(crate) remove_reissue_mark: bool,
 }
 
 /// What the host knows when response headers arrive.
@@ -117,7 +119,7 @@ pub enum ResponsePlan {
 
 /// Whether the stream goes on after a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     Continue,
     /// Nothing may go on yet: the response headers are held until the body
     /// is rewritten, or a callout is in flight and what follows its block
@@ -158,21 +160,21 @@ pub struct Step {
     pub out: Out,
     /// Headers were held: set this exact `content-length` (and the summary
     /// header) before they go.
-    pub content_length: Option<usize>,
-    pub flow: Flow,
+    pub(crate) content_length: Option<usize>,
+    pub(crate) flow: Flow,
     /// Make this call and hand its outcome to [`Exchange::callout_reply`].
-    pub callout: Option<LlmRequest>,
+    pub(crate) callout: Option<LlmRequest>,
     /// Request path only: answer the request with this response, without
     /// the server, and stop the request. `out` and `flow` then say what
     /// happens should the host refuse the reply: the request goes on to
     /// the server as it came.
-    pub reply: Option<LocalReply>,
+    pub(crate) reply: Option<LocalReply>,
     /// Request path only: make this call to the route's cluster and hand
     /// its answer to [`Exchange::upstream_reply`].
-    pub upstream: Option<LlmRequest>,
+    pub(crate) upstream: Option<LlmRequest>,
     /// Request path only, with the request headers held: set this request
     /// header (a rewritten call's `Mcp-Name`) before they go.
-    pub request_header: Option<(&'static str, String)>,
+    pub(crate) request_header: Option<(&'static str, String)>,
 }
 
 impl Step {
@@ -351,13 +353,13 @@ impl Exchange {
     /// Whether the settings leave every stream of an unmatched scope
     /// unchanged (no `servers[]` entry to match): then a stream is decided
     /// before its headers are read.
-    pub fn idle_everywhere(&self) -> bool {
+    pub(crate) fn idle_everywhere(&self) -> bool {
         !self.settings.matches_servers() && self.settings.idle(ServerScope::default())
     }
 
     /// Whether a decision record is published for the stream (one that
     /// concerns no tool call or listing has none; its reason is counted).
-    pub fn recorded(&self) -> bool {
+    pub(crate) fn recorded(&self) -> bool {
         self.recorded
     }
 
@@ -478,19 +480,19 @@ impl Exchange {
 
     /// The response is not worth reading: nothing in it can change (or the
     /// stream is already decided). The host need not look at its headers.
-    pub fn ignores_response(&self) -> bool {
+    pub(crate) fn ignores_response(&self) -> bool {
         self.phase != Phase::Interested
     }
 
     /// The summary header to set on response headers that go out now, for
     /// a stream decided before its response.
-    pub fn summary_at_headers(&self) -> Option<String> {
+    pub(crate) fn summary_at_headers(&self) -> Option<String> {
         self.summary_at_headers.then(|| self.report.summary())
     }
 
     /// The response headers could not be changed as the plan said (the
     /// host refused): the body must keep its bytes.
-    pub fn response_headers_refused(&mut self, reason: Reason) {
+    pub(crate) fn response_headers_refused(&mut self, reason: Reason) {
         self.stream = None;
         self.pass_response(reason);
     }
@@ -542,7 +544,7 @@ impl Exchange {
     }
 
     /// Response trailers arrived: the body ended without a last chunk.
-    pub fn response_trailers(&mut self, sessions: &mut dyn Services) -> Step {
+    pub(crate) fn response_trailers(&mut self, sessions: &mut dyn Services) -> Step {
         if self.job.is_some() {
             return Step::swallow(Flow::Pause);
         }
@@ -557,7 +559,7 @@ impl Exchange {
 
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
     /// to call; without a pending callout it changes nothing.
-    pub fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
+    pub(crate) fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
         if let Some((job, after)) = self.job.take() {
             let (out, original) = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, original, after);
@@ -571,7 +573,7 @@ impl Exchange {
     /// Gives up on one direction: from now on its bytes pass unchanged.
     /// Returns the bytes of it the core holds, in
     /// order, to be sent before anything else.
-    pub fn abandon(&mut self, direction: Direction) -> Vec<u8> {
+    pub(crate) fn abandon(&mut self, direction: Direction) -> Vec<u8> {
         let held = match direction {
             Direction::Request => {
                 // A page call never goes to the server (the driver ends the
@@ -606,25 +608,25 @@ impl Exchange {
     }
 
     /// The largest callout reply the core reads (`trim.max_reply_bytes`).
-    pub fn max_reply_bytes(&self) -> usize {
+    pub(crate) fn max_reply_bytes(&self) -> usize {
         self.settings.trim.max_reply_bytes
     }
 
     /// The response's `content-length` as the server announced it.
-    pub fn announced_length(&self) -> Option<usize> {
+    pub(crate) fn announced_length(&self) -> Option<usize> {
         self.response_length
     }
 
-    pub fn report(&self) -> &Report {
+    pub(crate) fn report(&self) -> &Report {
         &self.report
     }
 
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// Records a decision the driver made (a host refusal, a loss).
-    pub fn record(&mut self, reason: Reason) {
+    pub(crate) fn record(&mut self, reason: Reason) {
         self.record_calls(reason);
     }
 
@@ -633,7 +635,7 @@ impl Exchange {
     /// `src/driver/record.rs`), drops the oldest beyond the last
     /// [`RECORD_DECISIONS`]. Returns how many went, so the driver can move
     /// its count back.
-    pub fn forget_counted(&mut self, counted: usize) -> usize {
+    pub(crate) fn forget_counted(&mut self, counted: usize) -> usize {
         let excess = self.report.decisions.len().saturating_sub(RECORD_DECISIONS);
         let n = excess.min(counted);
         self.report.forget_oldest(n);
@@ -643,7 +645,7 @@ impl Exchange {
     /// Response bytes the core holds between callbacks: an incomplete
     /// trailing event, events waiting behind a callout, and a collected
     /// JSON body.
-    pub fn held_bytes(&self) -> usize {
+    pub(crate) fn held_bytes(&self) -> usize {
         let stream = self.stream.as_ref().map_or(0, stream::SseState::held_bytes);
         let job = self
             .job
@@ -655,7 +657,7 @@ impl Exchange {
     }
 
     /// Request bytes the core holds back (an argument may come out).
-    pub fn held_request_bytes(&self) -> usize {
+    pub(crate) fn held_request_bytes(&self) -> usize {
         if self.phase == Phase::Request && self.holds_request() {
             self.request_body.bytes.len()
         } else {
@@ -665,23 +667,23 @@ impl Exchange {
 
     /// The core wants the request body's bytes (else the host need not
     /// read them).
-    pub fn reads_request(&self) -> bool {
+    pub(crate) fn reads_request(&self) -> bool {
         self.phase == Phase::Request || self.page_call
     }
 
     /// The core wants the response body's bytes.
-    pub fn reads_response(&self) -> bool {
+    pub(crate) fn reads_response(&self) -> bool {
         matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.job.is_some()
     }
 
     /// A callout is in flight: its block is half-decided.
-    pub fn waiting(&self) -> bool {
+    pub(crate) fn waiting(&self) -> bool {
         self.job.is_some() || self.stream.as_ref().is_some_and(stream::SseState::waiting)
     }
 
     /// Nothing more can change on this stream (its report is final unless
     /// the stream is still flowing).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.phase == Phase::Done && self.job.is_none() && self.measured.is_empty()
     }
 }

@@ -27,7 +27,7 @@
 //! [`crate::page`]'s, below it.
 
 mod call;
-pub mod reissue;
+pub(crate) mod reissue;
 pub mod serve;
 
 use super::{Exchange, Flow, Out, Phase, RequestPlan, Services, Step};
@@ -43,7 +43,7 @@ use serve::{Answer, Context, Parsed};
 impl Exchange {
     /// The host should hand every request header to
     /// [`Exchange::request_headers`] (else none): a page call needs them.
-    pub fn wants_request_headers(&self) -> bool {
+    pub(crate) fn wants_request_headers(&self) -> bool {
         // The listings' added tools read `MCP-Protocol-Version` too.
         self.settings.paging_anywhere() || self.settings.listings.anywhere()
     }
@@ -51,7 +51,7 @@ impl Exchange {
     /// The property path (after `metadata.filter_metadata`) the host should
     /// read into [`super::RequestHead::owner_metadata`]: where an
     /// authentication filter left the caller's identity.
-    pub fn owner_property(&self) -> Option<&[String]> {
+    pub(crate) fn owner_property(&self) -> Option<&[String]> {
         match &self.settings.paging.owner {
             crate::config::OwnerSource::Metadata(path) if self.settings.paging_anywhere() => {
                 Some(path)
@@ -173,19 +173,19 @@ impl Exchange {
     /// The request is a page call the plugin answers itself: should the
     /// host refuse a call it needs (the reply, a body write), the stream
     /// must end, never go on to the server.
-    pub fn answers_page_call(&self) -> bool {
+    pub(crate) fn answers_page_call(&self) -> bool {
         self.page_call
     }
 
     /// The most bytes of a re-issued call's answer read
     /// (`paging.max_result_bytes`); a longer one is refused unread.
-    pub fn max_upstream_reply_bytes(&self) -> usize {
+    pub(crate) fn max_upstream_reply_bytes(&self) -> usize {
         self.settings.paging.max_result_bytes
     }
 
     /// The answer to the call a [`Step::upstream`] asked for: the page, or a
     /// tool error, as a local reply. The request stays stopped.
-    pub fn upstream_reply(&mut self, reply: &UpstreamReply) -> Step {
+    pub(crate) fn upstream_reply(&mut self, reply: &UpstreamReply) -> Step {
         let Some(r) = self.reissue.take() else {
             return Step::swallow(Flow::Pause);
         };
@@ -244,7 +244,7 @@ impl Exchange {
     }
 
     /// The page store's figures since the driver last took them.
-    pub fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
+    pub(crate) fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
         self.report.store.take()
     }
 }

@@ -58,7 +58,7 @@ impl Exchange {
     /// (it stopped reading, or never read): counted for the decisions that
     /// report the response's size. `end`: the response ended. Returns true
     /// when that completed the record, which the host may publish now.
-    pub fn passed(&mut self, size: usize, end: bool) -> bool {
+    pub(crate) fn passed(&mut self, size: usize, end: bool) -> bool {
         if self.measured.is_empty() {
             return false;
         }
@@ -72,7 +72,7 @@ impl Exchange {
 
     /// The response ended (or the stream did): the measured decisions take
     /// its size.
-    pub fn measured_end(&mut self) {
+    pub(crate) fn measured_end(&mut self) {
         let bytes = *self.response_size.get_or_insert(self.response_bytes);
         let omitted = self.report.omitted;
         for at in std::mem::take(&mut self.measured) {

@@ -102,14 +102,14 @@ impl Exchange {
     /// [`Settings::idle`]) passes, counted under `reason`, and leaves no
     /// decision record: there is no block to record, and the record is a
     /// host write (filter state) every such request would pay for.
-    pub fn pass_unrecorded(&mut self, reason: Reason) {
+    pub(crate) fn pass_unrecorded(&mut self, reason: Reason) {
         self.pass_rest(reason);
         self.recorded = false;
     }
 
     /// The request's `content-length` could not be removed: its body must
     /// keep its length, so it is read but never rewritten.
-    pub fn request_keeps_length(&mut self) {
+    pub(crate) fn request_keeps_length(&mut self) {
         self.request_body_fixed = true;
     }
 
@@ -206,7 +206,7 @@ impl Exchange {
     }
 
     /// Request trailers arrived: the body ended without a last chunk.
-    pub fn request_trailers(&mut self, sessions: &mut dyn Services) -> Step {
+    pub(crate) fn request_trailers(&mut self, sessions: &mut dyn Services) -> Step {
         if let Some(step) = self.page_call_rest() {
             return step;
         }
@@ -386,7 +386,7 @@ impl Exchange {
     /// and project take their arguments out): the request may still go on,
     /// and they go upstream first, as they came — the server answered
     /// without them, so a rewrite would be too late.
-    pub fn response_started(&mut self, sessions: &mut dyn Services) -> Vec<u8> {
+    pub(crate) fn response_started(&mut self, sessions: &mut dyn Services) -> Vec<u8> {
         if self.phase != Phase::Request {
             return Vec::new();
         }

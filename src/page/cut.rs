@@ -19,36 +19,36 @@ use crate::stage::clean::TextKind;
 
 /// The call whose result is cut.
 #[derive(Debug, Clone, Copy)]
-pub struct CallInfo<'a> {
-    pub tool: Option<&'a str>,
+pub(crate) struct CallInfo<'a> {
+    pub(crate) tool: Option<&'a str>,
     /// `params.arguments` as sent (raw JSON).
-    pub arguments: Option<&'a str>,
+    pub(crate) arguments: Option<&'a str>,
     /// Whom the result was cut for: its pages are bound to them.
-    pub owner: &'a Owner,
+    pub(crate) owner: &'a Owner,
     /// The server whose listings say whether the tool is safe to call
     /// again ([`tools`]).
-    pub cluster: Option<&'a str>,
+    pub(crate) cluster: Option<&'a str>,
     /// An LLM trimmed a block: calling the tool again would not give the
     /// same pages.
-    pub trimmed: bool,
+    pub(crate) trimmed: bool,
 }
 
 /// What became of a result over its budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cut {
-    pub plan: Plan,
+pub(crate) struct Cut {
+    pub(crate) plan: Plan,
     /// The notice item that follows the result.
-    pub notice: String,
+    pub(crate) notice: String,
     /// Pages 2.. can be fetched.
-    pub paged: bool,
+    pub(crate) paged: bool,
     /// Why the pages were not kept in this gateway's store, if they were
     /// not (`None`: kept, or a single page).
-    pub not_kept: Option<NotKept>,
-    pub figures: Option<Figures>,
+    pub(crate) not_kept: Option<NotKept>,
+    pub(crate) figures: Option<Figures>,
 }
 
 /// The digest of a cut result: its budget and final texts.
-pub fn digest(items: &[Item<'_>], budget: Budget) -> [u8; 12] {
+pub(crate) fn digest(items: &[Item<'_>], budget: Budget) -> [u8; 12] {
     let mut h = Sha256::new();
     h.update(b"mcp-toon/pages/1\0");
     h.update(budget.describe().as_bytes());
@@ -85,7 +85,7 @@ fn reserve(items: &[Item<'_>], budget: Budget, tool: &str, handle_len: Option<us
 /// Cuts `items` (the text items of one result, `indexes` their places in
 /// `content[]`) to `policy`'s budget. `None` when there is no budget or the
 /// result fits (or the budget cannot hold a notice: then it passes whole).
-pub fn cut<H: Services + ?Sized>(
+pub(crate) fn cut<H: Services + ?Sized>(
     items: &[Item<'_>],
     indexes: &[usize],
     policy: &Policy,
@@ -258,7 +258,7 @@ pub fn cut<H: Services + ?Sized>(
 
 /// Why a page could not be rebuilt from a fresh result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rebuilt {
+pub(crate) enum Rebuilt {
     /// The result differs from the one that was cut.
     Changed,
 }
@@ -266,7 +266,7 @@ pub enum Rebuilt {
 /// Page `handle.page` of `items` (a fresh result of the handle's call),
 /// with its notice, as the gateway that cut the result made it; the next
 /// handle sealed with this gateway's sealing key.
-pub fn page_of(
+pub(crate) fn page_of(
     items: &[Item<'_>],
     indexes: &[usize],
     handle: &Handle,

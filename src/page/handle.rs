@@ -42,10 +42,10 @@ const VERSION: u8 = 2;
 const SEALED: u8 = 1;
 const HEADER_BYTES: usize = 30;
 const TAG_BYTES: usize = 16;
-pub use crate::mcp::MAX_ARGUMENTS;
+pub(crate) use crate::mcp::MAX_ARGUMENTS;
 const MAX_TOOL: usize = 1024;
 /// `first_slot` of a cut whose pages are not kept in a store.
-pub const NOT_STORED: u32 = u32::MAX;
+pub(crate) const NOT_STORED: u32 = u32::MAX;
 /// The longest handle text read: a sealed one with the longest tool and
 /// arguments fits.
 const MAX_TEXT: usize = 4096;
@@ -54,23 +54,23 @@ const MAX_TEXT: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealedCall {
     /// Unix seconds after which the handle is refused.
-    pub expires_s: u32,
+    pub(crate) expires_s: u32,
     /// Of the cut result ([`crate::page::cut::digest`]).
-    pub digest: [u8; 12],
+    pub(crate) digest: [u8; 12],
     /// The owner the result was cut for, under the sealing key's owner
     /// key ([`crate::page::owner::Owner::binding`]).
-    pub binding: [u8; 8],
+    pub(crate) binding: [u8; 8],
     /// The gateway that cut the result knew the tool safe to call again.
-    pub reissue: bool,
-    pub budget: Budget,
-    pub tool: String,
+    pub(crate) reissue: bool,
+    pub(crate) budget: Budget,
+    pub(crate) tool: String,
     /// `params.arguments` as the client sent it (raw JSON), or empty.
-    pub arguments: String,
+    pub(crate) arguments: String,
 }
 
 impl SealedCall {
     /// Short enough to travel in a handle.
-    pub fn fits(&self) -> bool {
+    pub(crate) fn fits(&self) -> bool {
         self.arguments.len() <= MAX_ARGUMENTS && self.tool.len() <= MAX_TOOL
     }
 
@@ -81,14 +81,14 @@ impl SealedCall {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handle {
-    pub id: [u8; 16],
+    pub(crate) id: [u8; 16],
     /// The page this handle fetches (1-based; page 1 went out with the
     /// result).
     pub page: u32,
     pub pages: u32,
     /// Store slot of page 2; page `p` is at `first_slot + p - 2` modulo the
     /// store's size.
-    pub first_slot: u32,
+    pub(crate) first_slot: u32,
     pub call: Option<SealedCall>,
 }
 
@@ -246,7 +246,7 @@ impl Handle {
     }
 
     /// The handle of the page after this one, if any.
-    pub fn next(&self) -> Option<Handle> {
+    pub(crate) fn next(&self) -> Option<Handle> {
         (self.page < self.pages).then(|| Handle {
             page: self.page + 1,
             ..self.clone()
@@ -254,7 +254,7 @@ impl Handle {
     }
 
     /// Store slot of this handle's page, for a store of `slots` pages.
-    pub fn slot(&self, slots: usize) -> Option<usize> {
+    pub(crate) fn slot(&self, slots: usize) -> Option<usize> {
         if self.first_slot == NOT_STORED || slots == 0 {
             return None;
         }

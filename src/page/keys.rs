@@ -22,13 +22,13 @@ use sha2::Sha256;
 use crate::shared::Services;
 
 /// 32 bytes of key.
-pub type Key = [u8; 32];
+pub(crate) type Key = [u8; 32];
 
 /// The keys derived from one configured key.
 #[derive(Clone)]
 pub struct Derived {
     pub handle: Key,
-    pub owner: Key,
+    pub(crate) owner: Key,
     pub mark: Key,
 }
 
@@ -40,7 +40,7 @@ impl std::fmt::Debug for Derived {
 }
 
 /// HMAC-SHA256 of `parts` under `key`.
-pub fn hmac(key: &[u8], parts: &[&[u8]]) -> Key {
+pub(crate) fn hmac(key: &[u8], parts: &[&[u8]]) -> Key {
     let mut out = [0u8; 32];
     // HMAC takes keys of any length: never an error.
     if let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) {
@@ -53,7 +53,7 @@ pub fn hmac(key: &[u8], parts: &[&[u8]]) -> Key {
 }
 
 impl Derived {
-    pub fn of(key: &[u8]) -> Self {
+    pub(crate) fn of(key: &[u8]) -> Self {
         Derived {
             handle: hmac(key, &[b"mcp-toon/handle/2"]),
             owner: hmac(key, &[b"mcp-toon/owner/1"]),
@@ -76,7 +76,7 @@ const LOCAL: &str = "mcp_toon.owner.key";
 /// reader takes the stored one, so no page is bound under a key that does
 /// not stand: the key is made when paging is configured, before any cut.
 /// `None` without shared data or randomness (then no page is stored).
-pub fn local<S: Services + ?Sized>(sessions: &mut S) -> Option<Key> {
+pub(crate) fn local<S: Services + ?Sized>(sessions: &mut S) -> Option<Key> {
     let read = |s: &S| {
         s.get(LOCAL)
             .and_then(|(bytes, _)| Key::try_from(bytes.as_slice()).ok())

@@ -27,7 +27,7 @@ use base64::Engine as _;
 use super::keys::{self, Derived, Key};
 
 /// The request header that carries the mark.
-pub const HEADER: &str = "x-mcp-toon-reissue";
+pub(crate) const HEADER: &str = "x-mcp-toon-reissue";
 /// Seconds a mark outlives the re-issue's own timeout (clocks of the
 /// gateway's workers are one clock, but a call may queue).
 const SLACK_S: u32 = 5;

@@ -23,19 +23,19 @@
 //! (`crate::exchange::serve`, above the pipeline, whose stages a
 //! re-issued result meets again; this module is below it).
 
-pub mod cut;
+pub(crate) mod cut;
 pub mod handle;
 pub mod keys;
 pub mod mark;
-pub mod owner;
-pub mod store;
-pub mod tools;
+pub(crate) mod owner;
+pub(crate) mod store;
+pub(crate) mod tools;
 
 /// A response the plugin sends itself, without the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalReply {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
@@ -43,14 +43,14 @@ pub struct LocalReply {
 /// `message` event (MCP 2025-03-26 and later, Streamable HTTP: the server
 /// answers a POST with either; the client lists both in `Accept`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     Json,
     Sse,
 }
 
 impl Framing {
     /// JSON unless the client accepts only event streams.
-    pub fn for_accept(accept: Option<&str>) -> Self {
+    pub(crate) fn for_accept(accept: Option<&str>) -> Self {
         let media = || accept.unwrap_or("").split(',');
         let is = crate::media::is_media;
         let json =
@@ -64,7 +64,7 @@ impl Framing {
     }
 
     /// A 200 carrying `message` (a JSON-RPC response).
-    pub fn reply(self, message: &str, summary: Option<String>) -> LocalReply {
+    pub(crate) fn reply(self, message: &str, summary: Option<String>) -> LocalReply {
         let (content_type, body) = match self {
             Framing::Json => ("application/json", message.as_bytes().to_vec()),
             Framing::Sse => (
@@ -90,7 +90,7 @@ impl Framing {
 /// A JSON-RPC response whose result is a `CallToolResult` of text items.
 /// `id` is the request's id as its JSON text. MCP 2026-07-28 results carry
 /// `resultType` (`"complete"`); earlier revisions have no such field.
-pub fn tool_result(id: &str, texts: &[&str], is_error: bool, modern: bool) -> String {
+pub(crate) fn tool_result(id: &str, texts: &[&str], is_error: bool, modern: bool) -> String {
     let content: Vec<serde_json::Value> = texts
         .iter()
         .map(|t| serde_json::json!({"type": "text", "text": t}))
@@ -112,6 +112,6 @@ const MODERN: &str = "2026-07-28";
 
 /// Whether a request speaks MCP 2026-07-28 or later: its protocol version
 /// travels in `params._meta` (and the `MCP-Protocol-Version` header).
-pub fn is_modern(version: Option<&str>) -> bool {
+pub(crate) fn is_modern(version: Option<&str>) -> bool {
     version.is_some_and(|v| v >= MODERN)
 }

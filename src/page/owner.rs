@@ -24,7 +24,7 @@ use crate::config::{OwnerSource, StreamInfo};
 
 /// A stream's owner, as a digest of who and where.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     digest: [u8; 32],
     /// An identity was found (for the record and tests; an anonymous
     /// caller is bound by session and server alone).
@@ -64,7 +64,7 @@ impl Owner {
     /// The owner of a stream with these request headers, this metadata
     /// (the property [`OwnerSource::Metadata`] names, read by the host),
     /// on this server.
-    pub fn of(
+    pub(crate) fn of(
         source: &OwnerSource,
         headers: &[(String, String)],
         metadata: Option<&[u8]>,
@@ -123,13 +123,14 @@ impl Owner {
     }
 
     /// Whether the caller showed an identity.
-    pub fn identified(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn identified(&self) -> bool {
         self.identified
     }
 
     /// The binding kept with a page or sealed into a handle, under `key`
     /// (the local key or a configured key's owner key).
-    pub fn binding(&self, key: &Key) -> [u8; 8] {
+    pub(crate) fn binding(&self, key: &Key) -> [u8; 8] {
         let mac = keys::hmac(key, &[b"mcp-toon/binding/2\0", &self.digest]);
         let mut out = [0u8; 8];
         out.copy_from_slice(mac.get(..8).unwrap_or(&[0; 8]));

@@ -56,7 +56,7 @@ fn slot_key(slot: usize) -> String {
 
 /// Why pages were not kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotKept {
+pub(crate) enum NotKept {
     /// More pages or bytes than the whole store, or one owner's quota,
     /// holds; or no store.
     TooLarge,
@@ -69,7 +69,7 @@ pub enum NotKept {
 
 /// Why a page could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Miss {
+pub(crate) enum Miss {
     /// The slot holds another page (evicted and reused) or nothing.
     Unknown,
     Expired,
@@ -402,7 +402,7 @@ impl Room<'_> {
     }
 }
 /// The store as one stream sees it.
-pub struct Store<'h, H: Services + ?Sized> {
+pub(crate) struct Store<'h, H: Services + ?Sized> {
     host: &'h mut H,
     slots: usize,
     max_bytes: u64,
@@ -413,20 +413,20 @@ pub struct Store<'h, H: Services + ?Sized> {
 
 /// One page as kept: its header and the two texts a page call returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
-    pub id: [u8; 16],
-    pub page: u32,
-    pub expires_s: u32,
-    pub binding: [u8; 8],
+pub(crate) struct Kept {
+    pub(crate) id: [u8; 16],
+    pub(crate) page: u32,
+    pub(crate) expires_s: u32,
+    pub(crate) binding: [u8; 8],
     /// The tool whose result this is (for the decision record).
-    pub tool: String,
-    pub text: String,
-    pub notice: String,
+    pub(crate) tool: String,
+    pub(crate) text: String,
+    pub(crate) notice: String,
 }
 
 impl Kept {
     /// Bytes the page takes in its slot.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         42 + self.tool.len() + self.text.len() + self.notice.len()
     }
 
@@ -476,7 +476,7 @@ impl Kept {
 impl<'h, H: Services + ?Sized> Store<'h, H> {
     /// The store of `slots` pages and `max_bytes` bytes, an owner's quota
     /// the whole of it (reading, sweeping, tests).
-    pub fn new(host: &'h mut H, slots: usize, max_bytes: usize) -> Self {
+    pub(crate) fn new(host: &'h mut H, slots: usize, max_bytes: usize) -> Self {
         Store {
             host,
             slots,
@@ -487,7 +487,7 @@ impl<'h, H: Services + ?Sized> Store<'h, H> {
     }
 
     /// The store `paging` configures, with its owners' quotas.
-    pub fn for_paging(host: &'h mut H, paging: &PagingSettings) -> Self {
+    pub(crate) fn for_paging(host: &'h mut H, paging: &PagingSettings) -> Self {
         Store {
             owner_pages: paging.owner_pages,
             owner_bytes: paging.owner_bytes as u64,
@@ -533,7 +533,7 @@ impl<'h, H: Services + ?Sized> Store<'h, H> {
     /// [`Kept::size`]) for `owner`, all expiring at `expires_s`, making room
     /// as the module's docs say; returns the first slot and the store's
     /// figures. The caller then [`Store::write`]s them.
-    pub fn reserve(
+    pub(crate) fn reserve(
         &mut self,
         owner: [u8; 8],
         sizes: &[usize],
@@ -628,7 +628,7 @@ impl<'h, H: Services + ?Sized> Store<'h, H> {
     /// A page the host refuses to keep makes the whole result unkept: its
     /// handles would lead to a gap, so the caller hands out none that rely
     /// on the store (the reserved slots age out like any others).
-    pub fn write(&mut self, first: u32, pages: &[Kept]) -> Result<(), NotKept> {
+    pub(crate) fn write(&mut self, first: u32, pages: &[Kept]) -> Result<(), NotKept> {
         let first = usize::try_from(first).unwrap_or(0);
         for (j, page) in pages.iter().enumerate() {
             self.host
@@ -640,7 +640,7 @@ impl<'h, H: Services + ?Sized> Store<'h, H> {
 
     /// The page kept in `slot` for result `id`, page `page`, if it is there,
     /// unexpired and bound to `binding`.
-    pub fn read(
+    pub(crate) fn read(
         &self,
         slot: usize,
         id: &[u8; 16],
@@ -664,7 +664,7 @@ impl<'h, H: Services + ?Sized> Store<'h, H> {
 
     /// Empties expired slots (the root context's timer). Writes nothing
     /// when nothing expired.
-    pub fn sweep(&mut self, now_s: u32) -> Result<Figures, NotKept> {
+    pub(crate) fn sweep(&mut self, now_s: u32) -> Result<Figures, NotKept> {
         let (mut index, _) = self.index();
         if index.sweep(now_s).is_empty() {
             return Ok(index.figures());

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::shared::Services;
 
-pub const SLOTS: u32 = 4096;
+pub(crate) const SLOTS: u32 = 4096;
 
 #[derive(Serialize, Deserialize)]
 struct Record {
@@ -40,7 +40,7 @@ fn key(server: &str, tool: &str) -> String {
 }
 
 /// Records whether `tool` of `server` is safe to call again.
-pub fn learn<H: Services + ?Sized>(host: &mut H, server: &str, tool: &str, safe: bool) {
+pub(crate) fn learn<H: Services + ?Sized>(host: &mut H, server: &str, tool: &str, safe: bool) {
     let k = key(server, tool);
     let held = host
         .get(&k)
@@ -74,7 +74,7 @@ pub fn learn<H: Services + ?Sized>(host: &mut H, server: &str, tool: &str, safe:
 
 /// What this gateway learnt about `tool` of `server`: `Some(true)` when a
 /// listing of that server annotated it safe to call again.
-pub fn known_safe<H: Services + ?Sized>(host: &H, server: &str, tool: &str) -> Option<bool> {
+pub(crate) fn known_safe<H: Services + ?Sized>(host: &H, server: &str, tool: &str) -> Option<bool> {
     let (value, _) = host.get(&key(server, tool))?;
     let r: Record = serde_json::from_slice(&value).ok()?;
     (r.c == server && r.t == tool && r.safe).then_some(true)
@@ -82,7 +82,7 @@ pub fn known_safe<H: Services + ?Sized>(host: &H, server: &str, tool: &str) -> O
 
 /// The hints of one listed tool: safe to call again when read-only or
 /// idempotent.
-pub fn safe_to_repeat(tool: &serde_json::value::RawValue) -> bool {
+pub(crate) fn safe_to_repeat(tool: &serde_json::value::RawValue) -> bool {
     #[derive(Deserialize)]
     struct Tool {
         annotations: Option<Annotations>,

@@ -27,13 +27,13 @@ use crate::stage::clean::TextKind;
 /// Where a result's content lives in the body, for a tool with a budget.
 #[derive(Debug)]
 pub(super) struct Shape {
-    pub id: String,
-    pub tool: Option<String>,
-    pub arguments: Option<String>,
+    pub(crate) id: String,
+    pub(crate) tool: Option<String>,
+    pub(crate) arguments: Option<String>,
     /// The `content` array.
-    pub content: Range<usize>,
+    pub(crate) content: Range<usize>,
     /// Each item of it.
-    pub items: Vec<Range<usize>>,
+    pub(crate) items: Vec<Range<usize>>,
 }
 
 impl Shape {
@@ -54,14 +54,14 @@ impl Shape {
 }
 
 /// Where pages of this stream's results go and whom they belong to.
-pub struct PageContext<'a, H: Services + ?Sized> {
-    pub host: &'a mut H,
+pub(crate) struct PageContext<'a, H: Services + ?Sized> {
+    pub(crate) host: &'a mut H,
     /// Whom the stream's results are cut for: their pages are bound to
     /// them ([`crate::page::owner`]).
-    pub owner: &'a crate::page::owner::Owner,
+    pub(crate) owner: &'a crate::page::owner::Owner,
     /// The server ([`crate::config::StreamInfo::server`]) whose listings
     /// say which tools are safe to call again ([`crate::page::tools`]).
-    pub cluster: Option<&'a str>,
+    pub(crate) cluster: Option<&'a str>,
 }
 
 /// Cuts each result over its budget: adds to `edits` those that rewrite
@@ -240,7 +240,7 @@ fn splice(item: &str, at: usize, literal: &Range<usize>, text: &str) -> Option<S
 
 /// The page tool as listed (MCP 2025-06-18 `Tool`): one string argument,
 /// annotated read-only, idempotent and closed-world.
-pub fn page_tool(name: &str) -> String {
+pub(crate) fn page_tool(name: &str) -> String {
     serde_json::json!({
         "name": name,
         "title": "Next page of a cut result",

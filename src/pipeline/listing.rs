@@ -14,7 +14,7 @@ use crate::outcome::{Outcome, Stage};
 use crate::report::{Decision, Report};
 
 /// Sentence appended to tool descriptions with `annotate_tools`.
-pub const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
+pub(crate) const DECODE_HINT: &str = "Results of this tool may arrive as TOON (Token-Oriented Object Notation, toonformat.dev) after a first line starting with [mcp-toon/v1]: decode them to JSON before reuse; tool arguments must still be sent as JSON.";
 
 /// `tools/list`: the decode hint (`annotate_tools`), the intent argument
 /// (`trim.advertise_intent`) and the query argument (`project.queries`),

@@ -16,27 +16,27 @@ pub struct PageCall {
     /// The request's id as its JSON text.
     pub id: String,
     /// `arguments.handle`, when it is a string.
-    pub handle: Option<String>,
+    pub(crate) handle: Option<String>,
     /// `params._meta` as sent (MCP 2026-07-28 carries the protocol version
     /// and client info there); a re-issued call carries it too.
-    pub meta: Option<String>,
+    pub(crate) meta: Option<String>,
     /// The request speaks MCP 2026-07-28 or later (results need
     /// `resultType`).
-    pub modern: bool,
+    pub(crate) modern: bool,
 }
 
 /// The request's context a page call needs.
 #[derive(Debug, Clone, Copy)]
-pub struct Context<'a> {
-    pub settings: &'a Settings,
-    pub scope: ServerScope,
-    pub stream: &'a StreamInfo,
+pub(crate) struct Context<'a> {
+    pub(crate) settings: &'a Settings,
+    pub(crate) scope: ServerScope,
+    pub(crate) stream: &'a StreamInfo,
     /// Whom the page call comes from ([`Owner::of`] its request).
-    pub owner: &'a Owner,
-    pub framing: Framing,
+    pub(crate) owner: &'a Owner,
+    pub(crate) framing: Framing,
     /// `:path` and request headers of the page call, for a re-issued call.
-    pub path: &'a str,
-    pub headers: &'a [(String, String)],
+    pub(crate) path: &'a str,
+    pub(crate) headers: &'a [(String, String)],
 }
 
 pub(super) fn decision(
@@ -59,7 +59,7 @@ pub(super) fn decision(
 }
 
 /// A tool error for a refused page call.
-pub fn refuse(
+pub(crate) fn refuse(
     call: &PageCall,
     framing: Framing,
     reason: Reason,

@@ -45,7 +45,7 @@ const FORWARDED: &[&str] = &[
 
 /// The upstream's answer to a re-issued call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UpstreamReply {
+pub(crate) enum UpstreamReply {
     Response {
         status: u16,
         content_type: Option<String>,
@@ -59,7 +59,7 @@ pub enum UpstreamReply {
 
 /// A page call waiting for its re-issued call.
 #[derive(Debug, Clone)]
-pub struct Reissue {
+pub(crate) struct Reissue {
     call: PageCall,
     handle: Handle,
     framing: Framing,
@@ -68,7 +68,7 @@ pub struct Reissue {
     /// applies it to the new result as it did to the first.
     query: Option<String>,
     /// The callout to make.
-    pub request: LlmRequest,
+    pub(crate) request: LlmRequest,
 }
 
 impl Reissue {
@@ -76,7 +76,7 @@ impl Reissue {
     /// cluster to send it to or the handle carries no call. `mark_key`
     /// (the sealing key's mark key) marks a call sent back through the
     /// gateway's listener, at `now_s`.
-    pub fn new(
+    pub(crate) fn new(
         call: &PageCall,
         handle: &Handle,
         cx: &Context<'_>,
@@ -177,12 +177,16 @@ impl Reissue {
         })
     }
 
-    pub fn tool(&self) -> Option<&str> {
+    pub(crate) fn tool(&self) -> Option<&str> {
         self.handle.call.as_ref().map(|c| c.tool.as_str())
     }
 
     /// The page from the upstream's answer, or a tool error.
-    pub fn finish(&self, reply: &UpstreamReply, settings: &Settings) -> (LocalReply, Decision) {
+    pub(crate) fn finish(
+        &self,
+        reply: &UpstreamReply,
+        settings: &Settings,
+    ) -> (LocalReply, Decision) {
         let tool = self.tool();
         let refused = |reason: Reason| refuse(&self.call, self.framing, reason, tool);
         let (status, content_type, body) = match reply {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::call::decision;
-pub use super::call::{refuse, Context, PageCall};
+pub(crate) use super::call::{refuse, Context, PageCall};
 use super::reissue::Reissue;
 use crate::config::ReissuePolicy;
 use crate::mcp::{id_key, TOOLS_CALL};
@@ -106,7 +106,7 @@ pub fn parse(body: &[u8], tool_name: &str, max_id: usize) -> Option<Parsed> {
 /// JSON-RPC error, id null (MCP 2025-11-25 "Streamable HTTP": a POST the
 /// server cannot accept gets 400, optionally with an error response without
 /// an id).
-pub fn id_too_long() -> (LocalReply, Decision) {
+pub(crate) fn id_too_long() -> (LocalReply, Decision) {
     let message = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"The request id is longer than this gateway accepts (max_id_bytes)."}}"#;
     let reply = LocalReply {
         status: 400,
@@ -132,7 +132,7 @@ pub fn id_too_long() -> (LocalReply, Decision) {
 
 /// What the request path does with a page call.
 #[derive(Debug)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Send this reply; record this decision.
     Reply(LocalReply, Decision),
     /// Call the tool again upstream, then [`Reissue::finish`].
@@ -141,7 +141,11 @@ pub enum Answer {
 
 /// Answers a page call: from the store, by calling the tool again, or with
 /// a tool error.
-pub fn answer<H: Services + ?Sized>(call: &PageCall, cx: &Context<'_>, host: &mut H) -> Answer {
+pub(crate) fn answer<H: Services + ?Sized>(
+    call: &PageCall,
+    cx: &Context<'_>,
+    host: &mut H,
+) -> Answer {
     let header = cx
         .headers
         .iter()
