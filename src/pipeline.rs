@@ -360,7 +360,7 @@ fn read(
 
 impl Job {
     /// The HTTP call the host should make before the job finishes, if any.
-    pub(crate) fn callout(&self) -> Option<&stage::trim::LlmRequest> {
+    pub fn callout(&self) -> Option<&stage::trim::LlmRequest> {
         self.trim.as_ref().map(|t| &t.request)
     }
 

@@ -27,9 +27,9 @@ mod stream;
 
 use std::sync::Arc;
 
-pub(crate) use crate::media::is_media;
+pub use crate::media::is_media;
 #[cfg(test)]
-pub(crate) use crate::media::media_type;
+pub use crate::media::media_type;
 pub use crate::shared::{NoServices, Services, Unstored};
 use collect::Collected;
 pub(crate) use paging::reissue::UpstreamReply;

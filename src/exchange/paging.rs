@@ -244,7 +244,7 @@ impl Exchange {
     }
 
     /// The page store's figures since the driver last took them.
-    pub(crate) fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
+    pub fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
         self.report.store.take()
     }
 }

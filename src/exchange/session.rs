@@ -75,7 +75,7 @@ pub(super) struct Record {
 /// Slots of records. Two calls in flight on one slot: the later one falls
 /// back to its shape (server-level settings) — never to another call's
 /// tool or intent.
-pub(crate) const SLOTS: u32 = crate::config::LEGACY_SLOTS;
+pub const SLOTS: u32 = crate::config::LEGACY_SLOTS;
 /// The shared-data key of the slot hash's key.
 const HASH_KEY: &str = "mcp_toon.legacy.key";
 const HASH_KEY_BYTES: usize = 16;

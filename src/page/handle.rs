@@ -42,7 +42,7 @@ const VERSION: u8 = 2;
 const SEALED: u8 = 1;
 const HEADER_BYTES: usize = 30;
 const TAG_BYTES: usize = 16;
-pub(crate) use crate::mcp::MAX_ARGUMENTS;
+pub use crate::mcp::MAX_ARGUMENTS;
 const MAX_TOOL: usize = 1024;
 /// `first_slot` of a cut whose pages are not kept in a store.
 pub(crate) const NOT_STORED: u32 = u32::MAX;

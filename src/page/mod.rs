@@ -90,7 +90,7 @@ impl Framing {
 /// A JSON-RPC response whose result is a `CallToolResult` of text items.
 /// `id` is the request's id as its JSON text. MCP 2026-07-28 results carry
 /// `resultType` (`"complete"`); earlier revisions have no such field.
-pub(crate) fn tool_result(id: &str, texts: &[&str], is_error: bool, modern: bool) -> String {
+pub fn tool_result(id: &str, texts: &[&str], is_error: bool, modern: bool) -> String {
     let content: Vec<serde_json::Value> = texts
         .iter()
         .map(|t| serde_json::json!({"type": "text", "text": t}))

@@ -19,7 +19,7 @@ use crate::json::{members, object};
 use crate::mcp::{messages, Edits, ToolEntry, TOOLS_CALL};
 
 /// The description agents see for the advertised intent argument.
-pub const ARGUMENT_DESCRIPTION: &str = "Optional. In one sentence, what you need from this tool's result (for example: the ids and prices of items under 10 EUR). A gateway uses it to return only the relevant part of a large result; leave it out to get the full result.";
+pub(crate) const ARGUMENT_DESCRIPTION: &str = "Optional. In one sentence, what you need from this tool's result (for example: the ids and prices of items under 10 EUR). A gateway uses it to return only the relevant part of a large result; leave it out to get the full result.";
 
 /// The description agents see for the advertised query argument.
 pub const QUERY_DESCRIPTION: &str = "Optional. A JMESPath expression (jmespath.org) applied to this tool's JSON result before you receive it, so you get only what you need, e.g. `items[?state=='open'].{id: id, title: title}` or `entities[*].name`. Objects in the answer list their keys in sorted order. If the expression is invalid, selects nothing or the result is not JSON, you get the full result with a note on its last line. Leave it out to get the full result.";

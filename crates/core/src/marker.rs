@@ -81,7 +81,7 @@ pub fn unwrap(text: &str, header: Header) -> Option<&str> {
 /// JSON's. An agent that writes them back as Python needs the three words
 /// (strings keep their characters, numbers their spelling); short, since
 /// every such block pays for it.
-pub const PYTHON_NOTE: &str =
+pub(crate) const PYTHON_NOTE: &str =
     "From a Python literal: same values; true/false/null were True/False/None.";
 
 /// Added when the literal held a tuple: JSON has none, so the agent

@@ -78,7 +78,7 @@ pub enum Outcome {
 impl Outcome {
     /// Every outcome that changes something; each has a metric
     /// `mcp_toon_<name>`.
-    pub const CHANGES: &'static [Outcome] = &[
+    pub(crate) const CHANGES: &'static [Outcome] = &[
         Outcome::Encoded,
         Outcome::Cleaned,
         Outcome::Annotated,
@@ -119,7 +119,7 @@ impl Outcome {
 
     /// Its counter: `mcp_toon_<name>` for a change, the reason's for a
     /// passthrough.
-    pub fn metric(self) -> &'static str {
+    pub(crate) fn metric(self) -> &'static str {
         match self {
             Outcome::Encoded => "mcp_toon_encoded",
             Outcome::Cleaned => "mcp_toon_cleaned",
@@ -150,7 +150,7 @@ macro_rules! reasons {
 
         impl Reason {
             /// Every reason, for hosts that define their metrics up front.
-            pub const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
+            pub(crate) const ALL: &'static [Reason] = &[$(Reason::$variant,)*];
 
             /// Snake-case name used in metrics, logs and the decision record.
             pub fn as_str(self) -> &'static str {
@@ -161,7 +161,7 @@ macro_rules! reasons {
 
             /// Its counter, `mcp_toon_passthrough_<name>`: spelt at build
             /// time, since every stream the plugin sees moves one.
-            pub fn metric(self) -> &'static str {
+            pub(crate) fn metric(self) -> &'static str {
                 match self {
                     $(Reason::$variant => concat!("mcp_toon_passthrough_", $name),)*
                 }

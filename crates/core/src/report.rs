@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use crate::outcome::{Outcome, Reason, Stage};
 
+#[cfg(test)]
 /// Prefix of every metric the plugin defines.
-pub const METRIC_PREFIX: &str = "mcp_toon";
+pub(crate) const METRIC_PREFIX: &str = "mcp_toon";
 /// Response header summarising the decisions when headers were held (and
 /// on the page tool's replies).
 pub const SUMMARY_HEADER: &str = "x-mcp-toon";
@@ -51,7 +52,7 @@ impl Decision {
 /// Counters of the page store: pages written, evicted to make room (of
 /// those, pages of another owner past its fair share), and emptied after
 /// their time to live.
-pub const STORE_COUNTERS: [&str; 4] = [
+pub(crate) const STORE_COUNTERS: [&str; 4] = [
     "mcp_toon_page_stored",
     "mcp_toon_page_evicted",
     "mcp_toon_page_evicted_over_share",
@@ -60,8 +61,8 @@ pub const STORE_COUNTERS: [&str; 4] = [
 /// Gauges of the page store: bytes and pages held (all workers).
 pub const STORE_GAUGES: [&str; 2] = ["mcp_toon_page_store_bytes", "mcp_toon_page_store_pages"];
 /// Counters of the bytes of the changed blocks, before and after.
-pub const BYTES_BEFORE: &str = "mcp_toon_bytes_before";
-pub const BYTES_AFTER: &str = "mcp_toon_bytes_after";
+pub(crate) const BYTES_BEFORE: &str = "mcp_toon_bytes_before";
+pub(crate) const BYTES_AFTER: &str = "mcp_toon_bytes_after";
 
 /// What the page store (`crate::page::store`) held after an operation,
 /// and what it did: reported here, below the store, which fills it in.
@@ -108,7 +109,7 @@ impl Figures {
 
 /// The counter of one clean transform, by its name (e.g.
 /// `html_to_markdown`); `None` for a name no transform has.
-pub fn metric_transform(transform: &str) -> Option<&'static str> {
+pub(crate) fn metric_transform(transform: &str) -> Option<&'static str> {
     crate::stage::clean::Transform::ALL
         .iter()
         .find(|t| t.name() == transform)

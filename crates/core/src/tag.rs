@@ -29,11 +29,11 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// What precedes the tag on the first line.
-pub const TAG_PREFIX: &str = " tag=";
+pub(crate) const TAG_PREFIX: &str = " tag=";
 /// Base64url characters of a 16-byte tag.
-pub const TAG_CHARS: usize = 22;
+pub(crate) const TAG_CHARS: usize = 22;
 /// Bytes the tag adds to a block.
-pub const TAG_LEN: usize = TAG_PREFIX.len() + TAG_CHARS;
+pub(crate) const TAG_LEN: usize = TAG_PREFIX.len() + TAG_CHARS;
 
 /// A tag-sized stand-in the stages size the block with; [`sign`] replaces
 /// it once the text is final.

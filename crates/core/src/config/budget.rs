@@ -11,8 +11,8 @@ use super::ConfigError;
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetPatch {
-    pub tokens: Option<u64>,
-    pub bytes: Option<u64>,
+    pub(crate) tokens: Option<u64>,
+    pub(crate) bytes: Option<u64>,
 }
 
 /// The resolved budget of one tool's results: the text items an agent reads
@@ -41,7 +41,7 @@ const MIN_BYTES: u64 = 1024;
 const MAX_BYTES: u64 = 1 << 30;
 
 impl BudgetPatch {
-    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, path: &str) -> Result<(), ConfigError> {
         if self.tokens.is_some() && self.bytes.is_some() {
             return Err(ConfigError::new(
                 path,
@@ -73,7 +73,7 @@ impl BudgetPatch {
 
     /// This layer's word on the budget: `None` when it says nothing,
     /// `Some(None)` when it turns the budget off (0).
-    pub fn resolve(&self) -> Option<Option<Budget>> {
+    pub(crate) fn resolve(&self) -> Option<Option<Budget>> {
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         match (self.tokens, self.bytes) {
             (Some(0), _) | (_, Some(0)) => Some(None),
@@ -104,30 +104,30 @@ pub enum ReissuePolicy {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PagingPatch {
-    pub enabled: Option<bool>,
-    pub reissue: Option<ReissuePolicy>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) reissue: Option<ReissuePolicy>,
 }
 
 /// The top-level `paging` section as written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PagingSection {
-    pub enabled: Option<bool>,
-    pub reissue: Option<ReissuePolicy>,
-    pub tool_name: Option<String>,
-    pub ttl_s: Option<u64>,
-    pub store_bytes: Option<u64>,
-    pub store_pages: Option<u64>,
-    pub owner_bytes: Option<u64>,
-    pub owner_pages: Option<u64>,
-    pub max_result_bytes: Option<u64>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) reissue: Option<ReissuePolicy>,
+    pub(crate) tool_name: Option<String>,
+    pub(crate) ttl_s: Option<u64>,
+    pub(crate) store_bytes: Option<u64>,
+    pub(crate) store_pages: Option<u64>,
+    pub(crate) owner_bytes: Option<u64>,
+    pub(crate) owner_pages: Option<u64>,
+    pub(crate) max_result_bytes: Option<u64>,
     /// A secret, or a list of them (rotation): [`super::secret`].
-    pub key: Option<Written>,
-    pub reissue_timeout_ms: Option<u64>,
+    pub(crate) key: Option<Written>,
+    pub(crate) reissue_timeout_ms: Option<u64>,
     /// `{"from": …}`, read by [`owner_source`] (a derive would cost the
     /// module more than the few lines that read it).
-    pub owner: Option<Box<serde_json::value::RawValue>>,
-    pub reissue_cluster: Option<String>,
+    pub(crate) owner: Option<Box<serde_json::value::RawValue>>,
+    pub(crate) reissue_cluster: Option<String>,
 }
 
 /// Whose pages a page call may fetch: the identity of the caller a result
@@ -301,7 +301,7 @@ impl Default for PagingSettings {
 }
 
 impl PagingSection {
-    pub fn resolve(&self, env: &dyn Environ) -> Result<PagingSettings, ConfigError> {
+    pub(crate) fn resolve(&self, env: &dyn Environ) -> Result<PagingSettings, ConfigError> {
         let d = PagingSettings::default();
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         let tool_name = self.tool_name.clone().unwrap_or(d.tool_name);
@@ -432,7 +432,7 @@ impl PagingSection {
     }
 
     /// The section's layer switches (the top level of the precedence).
-    pub fn patch(&self) -> PagingPatch {
+    pub(crate) fn patch(&self) -> PagingPatch {
         PagingPatch {
             enabled: self.enabled,
             reissue: self.reissue,

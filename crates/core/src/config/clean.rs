@@ -54,7 +54,7 @@ impl Default for CleanSettings {
 
 impl CleanSettings {
     /// Every transform that changes content off (the others as default).
-    pub fn lossless_only() -> Self {
+    pub(crate) fn lossless_only() -> Self {
         Self {
             html_to_markdown: false,
             strip_base64: false,
@@ -73,7 +73,7 @@ impl CleanSettings {
     /// Every transform off: [`crate::stage::clean::clean`] returns without
     /// looking at the text. `python_literal` writes compact JSON, so it is
     /// off with `compact_json`.
-    pub fn all_off(&self) -> bool {
+    pub(crate) fn all_off(&self) -> bool {
         !(self.html_to_markdown
             || self.strip_base64
             || self.remove_nulls
@@ -86,21 +86,21 @@ impl CleanSettings {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct CleanPatch {
-    pub html_to_markdown: Option<bool>,
-    pub strip_base64: Option<bool>,
-    pub remove_nulls: Option<bool>,
-    pub collapse_whitespace: Option<bool>,
-    pub compact_json: Option<bool>,
-    pub python_literal: Option<bool>,
-    pub min_bytes: Option<u64>,
-    pub base64_min_chars: Option<u64>,
-    pub max_text_bytes: Option<u64>,
+    pub(crate) html_to_markdown: Option<bool>,
+    pub(crate) strip_base64: Option<bool>,
+    pub(crate) remove_nulls: Option<bool>,
+    pub(crate) collapse_whitespace: Option<bool>,
+    pub(crate) compact_json: Option<bool>,
+    pub(crate) python_literal: Option<bool>,
+    pub(crate) min_bytes: Option<u64>,
+    pub(crate) base64_min_chars: Option<u64>,
+    pub(crate) max_text_bytes: Option<u64>,
 }
 
 const GIB: u64 = 1 << 30;
 
 impl CleanPatch {
-    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let field = |name: &str| format!("{path}.{name}");
         if let Some(v) = self.min_bytes.filter(|v| *v > GIB) {
             return Err(ConfigError::out_of_range(
@@ -129,7 +129,7 @@ impl CleanPatch {
         Ok(())
     }
 
-    pub fn apply(&self, s: &mut CleanSettings) {
+    pub(crate) fn apply(&self, s: &mut CleanSettings) {
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         if let Some(v) = self.html_to_markdown {
             s.html_to_markdown = v;

@@ -14,14 +14,14 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             message: message.into(),
         }
     }
 
-    pub fn out_of_range(field: &str, value: impl fmt::Display, allowed: &str) -> Self {
+    pub(crate) fn out_of_range(field: &str, value: impl fmt::Display, allowed: &str) -> Self {
         Self::new(
             field,
             format!("{value} is out of range; allowed: {allowed}"),

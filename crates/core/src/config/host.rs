@@ -11,31 +11,32 @@ use super::{join, ConfigError, OwnerSource, Patch, ReissuePolicy, Settings};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// The host's name in refusals (`Traefik (http-wasm)`).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// HTTP calls of the plugin's own (proxy-wasm `proxy_http_call`): the
     /// trim stage's LLM endpoint, and a page re-issued to the server.
-    pub callouts: bool,
+    pub(crate) callouts: bool,
     /// Random bytes an agent cannot predict (page ids, marker tags, record
     /// slots). Without them a page handle must be keyed by a secret the
     /// operator gives (`paging.key`).
-    pub secret_random: bool,
+    pub(crate) secret_random: bool,
     /// The stream's route and cluster names (Envoy's `xds.route_name`,
     /// `xds.cluster_name`), which `servers[].match` may name.
-    pub stream_names: bool,
+    pub(crate) stream_names: bool,
     /// The dynamic metadata the filters before the plugin set (Envoy's
     /// `metadata.filter_metadata` property), which `paging.owner` may name
     /// as a page's owner.
-    pub metadata: bool,
+    pub(crate) metadata: bool,
     /// `listings` (docs/listings.md) is built into the module. The Traefik
     /// module leaves it out: no e2e through a real Traefik proves it yet,
     /// and the module is 89 KB smaller without it (README "Module size").
-    pub listings: bool,
+    pub(crate) listings: bool,
 }
 
 impl Capabilities {
+    #[cfg(test)]
     /// Envoy's proxy-wasm host (and the hosts that implement proxy-wasm
     /// like it): everything the core uses.
-    pub const ENVOY: Capabilities = Capabilities {
+    pub(crate) const ENVOY: Capabilities = Capabilities {
         name: "proxy-wasm",
         callouts: true,
         secret_random: true,

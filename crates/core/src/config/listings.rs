@@ -25,15 +25,7 @@ pub enum ListingMode {
     Disclose,
 }
 
-impl ListingMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListingMode::Off => "off",
-            ListingMode::Compact => "compact",
-            ListingMode::Disclose => "disclose",
-        }
-    }
-}
+impl ListingMode {}
 
 /// `listings.level`: how much of a tool definition a compact listing (and
 /// a search result) keeps. Each level drops what the one before it drops.
@@ -64,9 +56,9 @@ impl Level {
     }
 }
 
-pub const DEFAULT_SEARCH_TOOL: &str = "mcp_toon_search_tools";
-pub const DEFAULT_CALL_TOOL: &str = "mcp_toon_call_tool";
-pub const DEFAULT_DESCRIBE_TOOL: &str = "mcp_toon_describe";
+pub(crate) const DEFAULT_SEARCH_TOOL: &str = "mcp_toon_search_tools";
+pub(crate) const DEFAULT_CALL_TOOL: &str = "mcp_toon_call_tool";
+pub(crate) const DEFAULT_DESCRIBE_TOOL: &str = "mcp_toon_describe";
 /// Most `hot` tools one layer names.
 const MAX_HOT: usize = 256;
 
@@ -74,10 +66,10 @@ const MAX_HOT: usize = 256;
 /// level's share of the section).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListingsPatch {
-    pub mode: Option<ListingMode>,
-    pub level: Option<Level>,
-    pub hot: Option<Vec<String>>,
-    pub max_description_bytes: Option<u64>,
+    pub(crate) mode: Option<ListingMode>,
+    pub(crate) level: Option<Level>,
+    pub(crate) hot: Option<Vec<String>>,
+    pub(crate) max_description_bytes: Option<u64>,
 }
 
 /// The `listings` section as written (top level, or a `servers[]` entry).
@@ -86,18 +78,18 @@ pub struct ListingsPatch {
 /// serde_path_to_error cost the module some 25 KB.
 #[derive(Debug, Clone, Default)]
 pub struct ListingsSection {
-    pub mode: Option<ListingMode>,
-    pub level: Option<Level>,
-    pub hot: Option<Vec<String>>,
-    pub max_description_bytes: Option<u64>,
-    pub search_tool: Option<String>,
-    pub call_tool: Option<String>,
-    pub describe_tool: Option<String>,
-    pub max_tools: Option<u64>,
-    pub max_listing_bytes: Option<u64>,
-    pub ttl_s: Option<u64>,
-    pub search_results: Option<u64>,
-    pub max_search_results: Option<u64>,
+    pub(crate) mode: Option<ListingMode>,
+    pub(crate) level: Option<Level>,
+    pub(crate) hot: Option<Vec<String>>,
+    pub(crate) max_description_bytes: Option<u64>,
+    pub(crate) search_tool: Option<String>,
+    pub(crate) call_tool: Option<String>,
+    pub(crate) describe_tool: Option<String>,
+    pub(crate) max_tools: Option<u64>,
+    pub(crate) max_listing_bytes: Option<u64>,
+    pub(crate) ttl_s: Option<u64>,
+    pub(crate) search_results: Option<u64>,
+    pub(crate) max_search_results: Option<u64>,
 }
 
 /// What one server scope does to its listings.
@@ -172,7 +164,7 @@ impl ListingsSettings {
     #[cfg(test)]
     /// The settings of `{}`: the defaults, with the one scope a
     /// configuration without `servers[]` has.
-    pub fn from_json_defaults() -> Self {
+    pub(crate) fn from_json_defaults() -> Self {
         Self {
             policies: vec![ListingPolicy::default()],
             ..Self::default()
@@ -180,7 +172,7 @@ impl ListingsSettings {
     }
 
     /// The policy of one server scope.
-    pub fn policy(&self, scope: ServerScope) -> &ListingPolicy {
+    pub(crate) fn policy(&self, scope: ServerScope) -> &ListingPolicy {
         let i = scope.0.map_or(0, |i| i + 1);
         self.policies.get(i).unwrap_or(&OFF)
     }
@@ -193,7 +185,8 @@ impl ListingsSettings {
 
     /// The configuration path of the first layer whose mode is not `off`
     /// (`listings.mode`, or a `servers[]` entry's), for a host's refusal.
-    pub fn first_on(&self) -> Option<String> {
+    #[cfg(any(test, feature = "traefik"))]
+    pub(crate) fn first_on(&self) -> Option<String> {
         let i = self
             .policies
             .iter()
@@ -281,7 +274,7 @@ const FIELDS: &str = "`mode`, `level`, `hot`, `max_description_bytes`, `search_t
 
 impl ListingsSection {
     /// The section at `path` from its JSON text (`None`: absent).
-    pub fn read(raw: Option<&RawValue>, path: &str) -> Result<ListingsSection, ConfigError> {
+    pub(crate) fn read(raw: Option<&RawValue>, path: &str) -> Result<ListingsSection, ConfigError> {
         let mut s = ListingsSection::default();
         let Some(raw) = raw else {
             return Ok(s);
@@ -407,7 +400,7 @@ impl ListingsSection {
     /// Validates the section and each server's `listings`, and resolves
     /// every scope's policy. `hold_headers` and `page_tool`: the
     /// top-level settings the section depends on.
-    pub fn resolve<'a>(
+    pub(crate) fn resolve<'a>(
         &self,
         servers: impl Iterator<Item = &'a ListingsSection>,
         hold_headers: bool,

@@ -36,14 +36,14 @@ pub use listings::{
 pub use project::{
     ProjectPatch, ProjectPolicy, ProjectSection, ProjectSettings, QueryBudget, Rules,
 };
-pub use secret::{Environ, ProcessEnviron};
+pub(crate) use secret::{Environ, ProcessEnviron};
 pub use toon::{Header, Mode, ToonPatch, ToonSettings, MARKER_PREFIX};
 pub use trim::{TrimBlocks, TrimPatch, TrimSection, TrimSettings};
 
 /// Default cap on a buffered body: Envoy's default
 /// `per_connection_buffer_limit_bytes` is 1 MiB, and buffering past it resets
 /// the stream, so the plugin stops below it by default.
-pub const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 1024 * 1024;
 const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
 /// Default cap on one tool result read whole: a JSON response body or an
 /// SSE event. Database tools answer with tables of several MiB, which are
@@ -52,7 +52,7 @@ const MAX_BODY_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
 /// without buffering it, so its size is not held to
 /// `per_connection_buffer_limit_bytes` (only a body written into a paused
 /// buffer is, which `max_body_bytes` bounds).
-pub const DEFAULT_MAX_RESULT_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_RESULT_BYTES: u64 = 16 * 1024 * 1024;
 /// Default budget of the bytes all streams of one VM hold at once, with
 /// the working memory their stages need ([`VM_WORK_FACTOR`]). proxy-wasm's
 /// V8 host gives a module at most 1 GiB of linear memory, and an
@@ -60,7 +60,7 @@ pub const DEFAULT_MAX_RESULT_BYTES: u64 = 16 * 1024 * 1024;
 /// the budget stays well below, leaving room for the allocator's
 /// fragmentation and what is not counted (the module's own data, a query's
 /// evaluation, host buffers handed in).
-pub const DEFAULT_MAX_VM_HELD_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_VM_HELD_BYTES: u64 = 256 * 1024 * 1024;
 /// The most `max_vm_held_bytes` may be: three quarters of V8's 1 GiB.
 const MAX_VM_HELD_BYTES_LIMIT: u64 = 768 * 1024 * 1024;
 /// What the stages need while they run on a body, as a multiple of it
@@ -75,29 +75,29 @@ pub const VM_WORK_FACTOR: usize = 12;
 /// proxy-wasm cannot delete a key, so their number is fixed.
 pub const LEGACY_SLOTS: u32 = 4096;
 /// Slots of 2024-11-05 call records one session may hold at once.
-pub const DEFAULT_LEGACY_SESSION_SLOTS: u64 = 64;
+pub(crate) const DEFAULT_LEGACY_SESSION_SLOTS: u64 = 64;
 /// JSON-RPC ids and tool names: a UUID is 38 bytes quoted; MCP 2025-11-25
 /// asks tool names of 1-128 characters.
-pub const DEFAULT_MAX_NAME_BYTES: usize = 256;
+pub(crate) const DEFAULT_MAX_NAME_BYTES: usize = 256;
 /// Ten minutes: a legacy tool call rarely runs longer.
-pub const DEFAULT_LEGACY_RECORD_TTL_MS: u64 = 600_000;
+pub(crate) const DEFAULT_LEGACY_RECORD_TTL_MS: u64 = 600_000;
 
 /// Everything one layer (top level, server, tool) may set for the stages.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Patch {
+pub(crate) struct Patch {
     #[serde(default)]
-    pub toon: ToonPatch,
+    pub(crate) toon: ToonPatch,
     #[serde(default)]
-    pub clean: CleanPatch,
+    pub(crate) clean: CleanPatch,
     #[serde(default)]
-    pub trim: TrimPatch,
+    pub(crate) trim: TrimPatch,
     #[serde(default)]
-    pub budget: BudgetPatch,
+    pub(crate) budget: BudgetPatch,
     #[serde(default)]
-    pub paging: PagingPatch,
+    pub(crate) paging: PagingPatch,
     #[serde(default)]
-    pub project: ProjectPatch,
+    pub(crate) project: ProjectPatch,
 }
 
 impl Patch {
@@ -169,10 +169,10 @@ struct RawServer {
 /// the stream's value.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct Matcher {
-    pub route: Option<String>,
-    pub cluster: Option<String>,
-    pub authority: Option<String>,
+pub(crate) struct Matcher {
+    pub(crate) route: Option<String>,
+    pub(crate) cluster: Option<String>,
+    pub(crate) authority: Option<String>,
 }
 
 /// What the host knows about a stream that a server match can use.
@@ -222,14 +222,14 @@ impl StreamInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Bytes of the id's JSON text.
-    pub id: usize,
-    pub tool: usize,
-    pub intent: usize,
+    pub(crate) id: usize,
+    pub(crate) tool: usize,
+    pub(crate) intent: usize,
 }
 
 impl Limits {
     /// No limit (tests and the CLI's own captures).
-    pub const NONE: Limits = Limits {
+    pub(crate) const NONE: Limits = Limits {
         id: usize::MAX,
         tool: usize::MAX,
         intent: usize::MAX,
@@ -477,7 +477,7 @@ impl Settings {
     }
 
     /// [`Settings::from_json`] with secrets read from `env`.
-    pub fn from_json_in(text: &str, env: &dyn Environ) -> Result<Self, ConfigError> {
+    pub(crate) fn from_json_in(text: &str, env: &dyn Environ) -> Result<Self, ConfigError> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -791,23 +791,6 @@ impl Settings {
     /// authority are worth reading.
     pub fn matches_servers(&self) -> bool {
         !self.servers.is_empty()
-    }
-
-    /// A name for a server scope that outlives a configuration reload
-    /// (which may reorder `servers[]`): `top`, or a hash of the matcher.
-    pub fn scope_label(&self, scope: ServerScope) -> String {
-        let Some(server) = scope.0.and_then(|i| self.servers.get(i)) else {
-            return "top".to_string();
-        };
-        let m = &server.matcher;
-        // FNV-1a over the matcher's fields: a stable name, not a secret.
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for field in [&m.route, &m.cluster, &m.authority] {
-            for byte in field.as_deref().unwrap_or("\u{0}").bytes().chain([0xff]) {
-                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        format!("{hash:016x}")
     }
 
     /// The first `servers[]` entry whose every given key matches the stream.

@@ -27,10 +27,10 @@ use serde_json::Value;
 use super::ConfigError;
 
 /// A secret field as written: its JSON text, read by [`one`] or [`list`].
-pub type Written = Box<RawValue>;
+pub(crate) type Written = Box<RawValue>;
 
 /// The environment secrets are read from.
-pub trait Environ {
+pub(crate) trait Environ {
     /// The variable's value; `None` when unset or not UTF-8.
     fn var(&self, name: &str) -> Option<String>;
 }
@@ -39,7 +39,7 @@ pub trait Environ {
 /// (`environ_get`), which Envoy fills from `vm_config.environment_variables`;
 /// natively (the CLI, tests), the process's own.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ProcessEnviron;
+pub(crate) struct ProcessEnviron;
 
 impl Environ for ProcessEnviron {
     fn var(&self, name: &str) -> Option<String> {
@@ -48,12 +48,12 @@ impl Environ for ProcessEnviron {
 }
 
 /// What every refusal of a secret's shape says (and all it says).
-pub const SHAPE: &str =
+pub(crate) const SHAPE: &str =
     "must be a string, or {\"env\": \"NAME\"} naming an environment variable of the VM";
 const LIST_SHAPE: &str =
     "must be a string, {\"env\": \"NAME\"}, or a list of 1-8 of those (the first seals, any opens)";
 /// Most keys accepted at once.
-pub const MAX_KEYS: usize = 8;
+pub(crate) const MAX_KEYS: usize = 8;
 
 /// A variable name as POSIX shells write them: a letter or `_`, then
 /// letters, digits and `_`, at most 128.
@@ -101,12 +101,20 @@ fn parsed(written: &Written) -> Value {
 }
 
 /// A single secret's value.
-pub fn one(written: &Written, field: &str, env: &dyn Environ) -> Result<String, ConfigError> {
+pub(crate) fn one(
+    written: &Written,
+    field: &str,
+    env: &dyn Environ,
+) -> Result<String, ConfigError> {
     resolve(&parsed(written), field, env).unwrap_or_else(|| Err(ConfigError::new(field, SHAPE)))
 }
 
 /// A secret or a list of them (`paging.key`), the sealing one first.
-pub fn list(written: &Written, field: &str, env: &dyn Environ) -> Result<Vec<String>, ConfigError> {
+pub(crate) fn list(
+    written: &Written,
+    field: &str,
+    env: &dyn Environ,
+) -> Result<Vec<String>, ConfigError> {
     let refused = || ConfigError::new(field, LIST_SHAPE);
     match parsed(written) {
         Value::Array(items) => {
@@ -130,7 +138,7 @@ pub fn list(written: &Written, field: &str, env: &dyn Environ) -> Result<Vec<Str
 /// Whether the field at `path` (as serde_path_to_error spells it) is a
 /// secret or inside one: an error serde raises there (a syntax error
 /// inside its string) says only [`SHAPE`].
-pub fn is_secret_path(path: &str) -> bool {
+pub(crate) fn is_secret_path(path: &str) -> bool {
     const FIELDS: [&str; 4] = [
         "paging.key",
         "marker_key",

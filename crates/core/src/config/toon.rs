@@ -21,28 +21,20 @@ pub enum Mode {
     Always,
 }
 
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Off => "off",
-            Mode::Adaptive => "adaptive",
-            Mode::Always => "always",
-        }
-    }
-}
+impl Mode {}
 
 /// One layer's `toon` settings as written; absent fields inherit.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ToonPatch {
-    pub mode: Option<Mode>,
-    pub min_savings_pct: Option<u64>,
-    pub min_bytes: Option<u64>,
-    pub min_rows: Option<u64>,
-    pub key_presence_pct: Option<u64>,
-    pub header: Option<Header>,
-    pub marker: Option<String>,
-    pub verify: Option<bool>,
+    pub(crate) mode: Option<Mode>,
+    pub(crate) min_savings_pct: Option<u64>,
+    pub(crate) min_bytes: Option<u64>,
+    pub(crate) min_rows: Option<u64>,
+    pub(crate) key_presence_pct: Option<u64>,
+    pub(crate) header: Option<Header>,
+    pub(crate) marker: Option<String>,
+    pub(crate) verify: Option<bool>,
 }
 
 /// Resolved `toon` settings for one block.
@@ -74,7 +66,7 @@ impl Default for ToonSettings {
 }
 
 impl ToonPatch {
-    pub fn validate(&self, path: &str) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self, path: &str) -> Result<(), ConfigError> {
         let field = |name: &str| format!("{path}.{name}");
         if let Some(v) = self.min_savings_pct {
             if !(1..=90).contains(&v) {
@@ -126,7 +118,7 @@ impl ToonPatch {
 }
 
 impl ToonSettings {
-    pub fn apply(&mut self, p: &ToonPatch) {
+    pub(crate) fn apply(&mut self, p: &ToonPatch) {
         if let Some(v) = p.mode {
             self.mode = v;
         }

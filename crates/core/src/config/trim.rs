@@ -22,48 +22,48 @@ pub enum TrimBlocks {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrimSection {
-    pub enabled: Option<bool>,
-    pub cluster: Option<String>,
-    pub authority: Option<String>,
-    pub path: Option<String>,
-    pub model: Option<String>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) cluster: Option<String>,
+    pub(crate) authority: Option<String>,
+    pub(crate) path: Option<String>,
+    pub(crate) model: Option<String>,
     /// Secrets: a value or `{"env": NAME}` ([`super::secret`]).
-    pub client_id: Option<Written>,
-    pub client_secret: Option<Written>,
-    pub threshold_bytes: Option<u64>,
-    pub timeout_ms: Option<u64>,
-    pub intent_argument: Option<String>,
-    pub advertise_intent: Option<bool>,
-    pub blocks: Option<TrimBlocks>,
-    pub max_intent_bytes: Option<u64>,
-    pub max_reply_bytes: Option<u64>,
-    pub max_queued_bytes: Option<u64>,
+    pub(crate) client_id: Option<Written>,
+    pub(crate) client_secret: Option<Written>,
+    pub(crate) threshold_bytes: Option<u64>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) intent_argument: Option<String>,
+    pub(crate) advertise_intent: Option<bool>,
+    pub(crate) blocks: Option<TrimBlocks>,
+    pub(crate) max_intent_bytes: Option<u64>,
+    pub(crate) max_reply_bytes: Option<u64>,
+    pub(crate) max_queued_bytes: Option<u64>,
 }
 
 /// A tool or server layer's `trim`: only `enabled`.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TrimPatch {
-    pub enabled: Option<bool>,
+    pub(crate) enabled: Option<bool>,
 }
 
 /// The resolved endpoint and limits.
 #[derive(Clone, PartialEq, Eq)]
 pub struct TrimSettings {
-    pub enabled: bool,
-    pub cluster: String,
-    pub authority: String,
-    pub path: String,
-    pub model: String,
-    pub client_id: String,
-    pub client_secret: String,
+    pub(crate) enabled: bool,
+    pub(crate) cluster: String,
+    pub(crate) authority: String,
+    pub(crate) path: String,
+    pub(crate) model: String,
+    pub(crate) client_id: String,
+    pub(crate) client_secret: String,
     pub threshold_bytes: usize,
     pub timeout_ms: u64,
     pub intent_argument: String,
     pub advertise_intent: bool,
     pub blocks: TrimBlocks,
     /// A longer declared intent is not sent (`trim_intent_too_long`).
-    pub max_intent_bytes: usize,
+    pub(crate) max_intent_bytes: usize,
     /// A larger callout reply is not read (`trim_reply_too_large`).
     pub max_reply_bytes: usize,
     /// Bytes of an event stream — the event being trimmed and what follows
@@ -132,19 +132,19 @@ impl Default for TrimSettings {
 }
 
 /// An intent is one sentence; 512 bytes is a long one.
-pub const DEFAULT_MAX_INTENT_BYTES: usize = 512;
+pub(crate) const DEFAULT_MAX_INTENT_BYTES: usize = 512;
 /// A reply carries an extraction smaller than the block (at most
 /// `max_body_bytes`, 1 MiB by default) inside a JSON string.
-pub const DEFAULT_MAX_REPLY_BYTES: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_REPLY_BYTES: usize = 1024 * 1024;
 /// What may wait for a callout. It goes into the paused response's buffer
 /// at once when the reply comes, with the chunk that arrives then: half of
 /// Envoy's default `per_connection_buffer_limit_bytes` (1 MiB) leaves room
 /// for that chunk.
-pub const DEFAULT_MAX_QUEUED_BYTES: usize = 512 * 1024;
+pub(crate) const DEFAULT_MAX_QUEUED_BYTES: usize = 512 * 1024;
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
 
 /// A byte limit within `allowed`, or the default when not given.
-pub fn within(
+pub(crate) fn within(
     field: &str,
     value: Option<u64>,
     default: usize,
@@ -164,7 +164,7 @@ pub fn within(
 }
 
 impl TrimSection {
-    pub fn resolve(self, env: &dyn Environ) -> Result<TrimSettings, ConfigError> {
+    pub(crate) fn resolve(self, env: &dyn Environ) -> Result<TrimSettings, ConfigError> {
         let d = TrimSettings::default();
         let secret = |s: Option<Written>, field: &str, default: String| match s {
             Some(s) => secret::one(&s, field, env),

@@ -10,7 +10,7 @@
 /// but keeps its sign, since `-0` and `0` are different JSON texts that some
 /// decoders (JavaScript among them) keep apart.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Decimal {
+pub(crate) struct Decimal {
     negative: bool,
     digits: Vec<u8>,
     exponent: i64,
@@ -19,7 +19,7 @@ pub struct Decimal {
 impl Decimal {
     /// Parses an RFC 8259 number literal; `None` when the text is not one
     /// or its exponent does not fit in an `i64`.
-    pub fn parse(text: &str) -> Option<Decimal> {
+    pub(crate) fn parse(text: &str) -> Option<Decimal> {
         let bytes = text.as_bytes();
         let mut i = 0;
         let negative = bytes.first() == Some(&b'-');

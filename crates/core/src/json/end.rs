@@ -112,7 +112,7 @@ impl EndScanner {
         (self.progress(), closed_at)
     }
 
-    pub fn progress(&self) -> Progress {
+    pub(crate) fn progress(&self) -> Progress {
         if self.invalid {
             Progress::Invalid
         } else if self.closed {

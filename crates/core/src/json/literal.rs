@@ -14,13 +14,13 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// tests. A flag can be false only above a true one (a borrow runs
 /// upward), so the lowest flag marks the first such byte exactly, and no
 /// flag means none is.
-pub fn stops(word: u64) -> u64 {
+pub(crate) fn stops(word: u64) -> u64 {
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
     equal_bytes(word, b'"') | equal_bytes(word, b'\\') | control
 }
 
 /// [`stops`] for the bytes equal to `byte`: the lowest flag is exact.
-pub fn equal_bytes(word: u64, byte: u8) -> u64 {
+pub(crate) fn equal_bytes(word: u64, byte: u8) -> u64 {
     let x = word ^ (ONES * u64::from(byte));
     x.wrapping_sub(ONES) & !x & HIGHS
 }
@@ -45,7 +45,7 @@ enum Escape {
 }
 
 /// Bytes of `s` as a JSON string literal, quotes included.
-pub fn literal_len(s: &str) -> usize {
+pub(crate) fn literal_len(s: &str) -> usize {
     let b = s.as_bytes();
     let mut n = 2 + b.len();
     let mut at = 0;

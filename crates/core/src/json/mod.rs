@@ -16,11 +16,11 @@ pub mod printable;
 pub mod python;
 mod strict;
 
-pub use decimal::Decimal;
+pub(crate) use decimal::Decimal;
 pub use end::{EndScanner, Progress};
 pub use object::{members, object};
-pub use strict::NUMBER_TOKEN;
-pub use strict::{parse_strict, StrictError};
+pub(crate) use strict::NUMBER_TOKEN;
+pub(crate) use strict::{parse_strict, StrictError};
 
 use serde_json::Value;
 
@@ -48,7 +48,7 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 
 /// Exact decimal equality of two JSON numbers (`1.50` equals `1.5`, `1e2`
 /// equals `100`, `-0` does not equal `0`).
-pub fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+pub(crate) fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
     match (
         Decimal::parse(&a.to_string()),
         Decimal::parse(&b.to_string()),
@@ -59,7 +59,7 @@ pub fn same_number(a: &serde_json::Number, b: &serde_json::Number) -> bool {
 }
 
 /// Calls `f` on every number in `v`, depth first; stops at the first `false`.
-pub fn all_numbers(v: &Value, f: &mut impl FnMut(&serde_json::Number) -> bool) -> bool {
+pub(crate) fn all_numbers(v: &Value, f: &mut impl FnMut(&serde_json::Number) -> bool) -> bool {
     match v {
         Value::Number(n) => f(n),
         Value::Array(a) => a.iter().all(|x| all_numbers(x, f)),

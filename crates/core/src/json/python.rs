@@ -54,7 +54,7 @@ use super::printable::is_printable;
 /// Containers nested deeper than this refuse the text (serde_json, which
 /// reads the JSON written here next, stops at 128; the TOON fast path at
 /// 100).
-pub const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 /// A dict with more keys than this has them checked with a hash set, a
 /// smaller one pairwise.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Why a text is not one strict JSON value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StrictError {
+pub(crate) enum StrictError {
     /// Not one JSON value (syntax, trailing text, nesting past serde_json's
     /// recursion limit of 128).
     Syntax,
@@ -20,7 +20,7 @@ pub enum StrictError {
 }
 
 /// Parses exactly one JSON value, refusing duplicate keys at any depth.
-pub fn parse_strict(text: &str) -> Result<Value, StrictError> {
+pub(crate) fn parse_strict(text: &str) -> Result<Value, StrictError> {
     let value: Value = serde_json::from_str(text).map_err(|_| StrictError::Syntax)?;
     if has_duplicate_keys(text) {
         return Err(StrictError::DuplicateKey);
@@ -37,7 +37,7 @@ fn has_duplicate_keys(text: &str) -> bool {
 
 /// serde_json's `arbitrary_precision` feature hands numbers to visitors as a
 /// one-entry map under this key.
-pub const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 #[derive(Clone, Copy)]
 struct DupCheck;

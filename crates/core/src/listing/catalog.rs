@@ -114,11 +114,6 @@ impl Catalog {
         self.tools.is_empty()
     }
 
-    /// Bytes of tool text held.
-    pub fn bytes(&self) -> usize {
-        self.text.len()
-    }
-
     /// A tool's text as the server sent it.
     pub fn get(&self, name: &str) -> Option<&str> {
         let (_, span) = self.tools.get(*self.by_name.get(name)?)?;

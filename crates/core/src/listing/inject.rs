@@ -38,7 +38,7 @@ pub fn search_tool(names: Names<'_>, hidden: usize, max_limit: usize) -> String 
 /// The call tool. No annotations: whether a call is read-only depends on
 /// the tool it runs (a client then assumes the defaults, MCP 2025-03-26
 /// `ToolAnnotations`: it may change things).
-pub fn call_tool(names: Names<'_>) -> String {
+pub(crate) fn call_tool(names: Names<'_>) -> String {
     let description = format!(
         "Run a tool {} found: its exact `name`, and `arguments` that fit its inputSchema.",
         names.search

@@ -21,7 +21,6 @@ pub use catalog::{Catalog, Limits, Refusal};
 pub use compact::{compact_tool, Compaction};
 pub use inject::{added_tools, describe_tool, search_tool, Names};
 pub use search::{Hit, Index, Query, MAX_QUERY_BYTES, MAX_QUERY_TERMS};
-pub use sentence::{cut_bytes, first_sentence};
 
 use crate::json::literal::write_literal;
 use crate::mcp::{self, Edits};
@@ -60,9 +59,10 @@ pub fn compact_listing(result: &str, how: Compaction, add: &[&str]) -> Option<St
     edits.apply(result)
 }
 
+#[cfg(test)]
 /// Whether a `tools/list` result has more pages (a `nextCursor`, MCP
 /// 2025-06-18 "Pagination"): the tools the plugin adds go on the last.
-pub fn has_more(result: &str) -> bool {
+pub(crate) fn has_more(result: &str) -> bool {
     serde_json::from_str::<&RawValue>(result).is_ok_and(mcp::next_cursor)
 }
 
@@ -144,7 +144,7 @@ pub fn search_answer(
 }
 
 /// Most bytes of tool names a search that finds nothing lists.
-pub const NAMES_BYTES: usize = 4096;
+pub(crate) const NAMES_BYTES: usize = 4096;
 
 /// The text of a describe call's answer: the tool's definition as the
 /// server sent it; `Err` with what to tell the agent when there is none.

@@ -29,7 +29,7 @@ pub const MAX_QUERY_BYTES: usize = 1024;
 /// Most distinct terms of a query that count.
 pub const MAX_QUERY_TERMS: usize = 32;
 /// Most bytes of one field of one tool that are indexed.
-pub const MAX_FIELD_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_FIELD_BYTES: usize = 16 * 1024;
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -63,7 +63,7 @@ pub struct Index {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub name: String,
-    pub score: f64,
+    pub(crate) score: f64,
 }
 
 /// A query, read within its bounds.
@@ -92,7 +92,8 @@ impl Query {
         }
     }
 
-    pub fn terms(&self) -> &[String] {
+    #[cfg(test)]
+    pub(crate) fn terms(&self) -> &[String] {
         &self.terms
     }
 }
@@ -202,14 +203,6 @@ impl Index {
             index.average = index.lengths.iter().sum::<f64>() / n as f64;
         }
         index
-    }
-
-    pub fn len(&self) -> usize {
-        self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
     }
 
     /// The `limit` best tools for `query`, best first; only tools that
@@ -351,7 +344,7 @@ fn stem(word: &str) -> String {
 /// only, so every host computes the same bits: `x = m·2^e` with `m` in
 /// [1, 2), `ln m = 2·atanh((m−1)/(m+1))` by its series (|z| ≤ 1/3: 30
 /// terms are past f64's precision).
-pub fn ln(x: f64) -> f64 {
+pub(crate) fn ln(x: f64) -> f64 {
     if x.is_nan() || x <= 0.0 || !x.is_finite() {
         return 0.0;
     }

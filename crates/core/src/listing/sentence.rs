@@ -11,7 +11,7 @@ const ABBREVIATIONS: [&str; 14] = [
 /// lower-case letter (a full stop after an abbreviation or a single
 /// letter does not count), or up to a blank line or a line that starts a
 /// list or a heading. The whole text (trimmed) when it has no such end.
-pub fn first_sentence(text: &str) -> &str {
+pub(crate) fn first_sentence(text: &str) -> &str {
     let t = text.trim_start();
     for (i, c) in t.char_indices() {
         match c {
@@ -77,7 +77,7 @@ fn abbreviation(before: &str) -> bool {
 
 /// `text` cut to at most `max` bytes, at a character boundary, at a word
 /// boundary where one is near, with `…` in place of the rest.
-pub fn cut_bytes(text: &str, max: usize) -> String {
+pub(crate) fn cut_bytes(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }

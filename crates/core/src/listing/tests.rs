@@ -4,7 +4,7 @@ use super::*;
 use crate::config::{Level, ListingMode};
 
 /// The captured listings of bench/listings/ (README there): name and text.
-pub fn listings() -> Vec<(String, String)> {
+pub(crate) fn listings() -> Vec<(String, String)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/listings");
     let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
         .unwrap()
@@ -25,7 +25,7 @@ pub fn listings() -> Vec<(String, String)> {
 }
 
 /// The JSON-RPC responses of a capture (one, or an array of pages).
-pub fn pages(body: &str) -> Vec<Value> {
+pub(crate) fn pages(body: &str) -> Vec<Value> {
     match serde_json::from_str(body).unwrap() {
         Value::Array(a) => a,
         one => vec![one],

@@ -4,7 +4,7 @@
 //! so a rewrite changes nothing else.
 
 mod edit;
-pub mod request;
+pub(crate) mod request;
 mod response;
 mod scan;
 
@@ -38,7 +38,7 @@ pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 /// The messages of a body: one object, or the elements of a batch array
 /// (JSON-RPC 2.0 §6); `None` when the body is neither. Every reader of a
 /// body (requests, responses, the intent argument) splits it here.
-pub fn messages(text: &str) -> Option<Vec<&RawValue>> {
+pub(crate) fn messages(text: &str) -> Option<Vec<&RawValue>> {
     if text.trim_start().starts_with('[') {
         serde_json::from_str(text).ok()
     } else {

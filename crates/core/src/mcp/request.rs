@@ -93,8 +93,9 @@ pub struct CallIndex<'a> {
 }
 
 impl<'a> CallIndex<'a> {
+    #[cfg(test)]
     /// The request a response id answers.
-    pub fn call(&self, id: &str) -> Option<&'a Call> {
+    pub(crate) fn call(&self, id: &str) -> Option<&'a Call> {
         self.by_id.get(id).and_then(|&i| self.calls.get(i))
     }
 
@@ -157,8 +158,9 @@ impl RequestInfo {
         }
     }
 
+    #[cfg(test)]
     /// The request a response id answers.
-    pub fn call(&self, id: &str) -> Option<&Call> {
+    pub(crate) fn call(&self, id: &str) -> Option<&Call> {
         self.calls.iter().find(|c| c.id == id)
     }
 
@@ -170,7 +172,7 @@ impl RequestInfo {
 /// [`RequestInfo::read`] by serde_json, reading each level again: the
 /// reference the scanner is compared with (with the same [`Limits`]).
 #[cfg(test)]
-pub mod by_serde {
+pub(crate) mod by_serde {
     use std::borrow::Cow;
 
     use serde::Deserialize;
@@ -205,7 +207,7 @@ pub mod by_serde {
     /// Arguments with a key twice declare none (and keep it: [`strip`] reads
     /// them the same way). Requests are read by `crate::mcp::scan` in one
     /// pass; this is the reference it is compared with.
-    pub fn declared(params: &RawValue, arg: &str) -> Option<String> {
+    pub(crate) fn declared(params: &RawValue, arg: &str) -> Option<String> {
         let p: Params = object(params)?;
         [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
             let members = members(raw)?;
@@ -219,7 +221,7 @@ pub mod by_serde {
     /// [`declared`] for the query argument: a value there that is no string is
     /// kept as [`super::QUERY_NOT_A_STRING`] and its JSON type, so the
     /// project stage can say so.
-    pub fn declared_query(params: &RawValue, arg: &str) -> Option<String> {
+    pub(crate) fn declared_query(params: &RawValue, arg: &str) -> Option<String> {
         let p: Params = object(params)?;
         [p.arguments, p.meta].into_iter().flatten().find_map(|raw| {
             let members = members(raw)?;
@@ -241,7 +243,11 @@ pub mod by_serde {
         arguments: Option<&'a RawValue>,
     }
 
-    pub fn parse(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
+    pub(crate) fn parse(
+        body: &[u8],
+        declared: Declared<'_>,
+        limits: &Limits,
+    ) -> Option<RequestInfo> {
         let text = std::str::from_utf8(body).ok()?;
         let mut info = RequestInfo::default();
         // A message that is no object, or has a field twice, is not

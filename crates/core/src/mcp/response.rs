@@ -15,7 +15,9 @@ use crate::json::object;
 pub struct Message<'a> {
     pub id: Option<String>,
     pub result: Option<&'a RawValue>,
-    pub is_error_response: bool,
+    // Read by the tests that hold the scanner to this serde reading.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) is_error_response: bool,
 }
 
 #[derive(Deserialize)]
@@ -57,12 +59,16 @@ pub fn parse_messages(text: &str) -> Option<Vec<Message<'_>>> {
 pub struct ToolResult<'a> {
     #[serde(borrow)]
     pub content: Option<Vec<&'a RawValue>>,
+    // Parsed so serde refuses what it would refuse (an `isError` that is
+    // not a boolean); read by the tests that hold the scanner to it.
     #[serde(rename = "isError", default)]
-    pub is_error: Option<bool>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) is_error: Option<bool>,
     /// Present (and not `null`): the result's structured form (MCP
     /// 2025-06-18), which a changed `content` must not contradict.
     #[serde(rename = "structuredContent", borrow, default)]
-    pub structured_content: Option<&'a RawValue>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) structured_content: Option<&'a RawValue>,
 }
 
 /// Reads a `CallToolResult` from a `result` span.
@@ -102,7 +108,7 @@ pub struct ToolEntry<'a> {
     pub raw: &'a RawValue,
     pub name: Option<String>,
     pub description: Option<&'a RawValue>,
-    pub input_schema: Option<&'a RawValue>,
+    pub(crate) input_schema: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]

@@ -98,8 +98,9 @@ impl Event {
         std::str::from_utf8(&self.data).ok()
     }
 
+    #[cfg(test)]
     /// The data as dispatched, as bytes.
-    pub fn data_bytes(&self) -> &[u8] {
+    pub(crate) fn data_bytes(&self) -> &[u8] {
         &self.data
     }
 
@@ -112,9 +113,10 @@ impl Event {
         }
     }
 
+    #[cfg(test)]
     /// The last `id` field of this event, if any (an empty value resets the
     /// client's last event ID, hence `Some("")`).
-    pub fn id(&self) -> Option<&str> {
+    pub(crate) fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
 

@@ -17,9 +17,9 @@ pub(super) fn is_eol(b: u8) -> bool {
 /// one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Line {
-    pub start: usize,
-    pub content_end: usize,
-    pub end: usize,
+    pub(crate) start: usize,
+    pub(crate) content_end: usize,
+    pub(crate) end: usize,
 }
 
 /// Splits `bytes` into lines. Only for complete input: a final CR is taken
@@ -31,7 +31,7 @@ pub(super) struct Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
-    pub fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self { bytes, pos: 0 }
     }
 }
@@ -86,7 +86,7 @@ pub(super) enum Field<'a> {
 }
 
 impl<'a> Field<'a> {
-    pub fn parse(line: &'a [u8]) -> Self {
+    pub(crate) fn parse(line: &'a [u8]) -> Self {
         match line.iter().position(|&b| b == b':') {
             _ if line.is_empty() => Field::Blank,
             Some(0) => Field::Comment,

@@ -131,17 +131,7 @@ pub enum PassReason {
     Truncated,
 }
 
-impl PassReason {
-    /// Snake-case name for metrics and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PassReason::NoEvent => "no_event",
-            PassReason::TooLarge => "event_too_large",
-            PassReason::Continued => "continued",
-            PassReason::Truncated => "truncated",
-        }
-    }
-}
+impl PassReason {}
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 //! Off by default: no rule, and the query argument is neither advertised
 //! nor taken out of requests, so no byte changes.
 
-pub mod path;
+pub(crate) mod path;
 
 use serde::Deserialize;
 
@@ -18,24 +18,24 @@ use super::ConfigError;
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectPatch {
-    pub keep: Option<Paths>,
-    pub drop: Option<Paths>,
-    pub queries: Option<bool>,
+    pub(crate) keep: Option<Paths>,
+    pub(crate) drop: Option<Paths>,
+    pub(crate) queries: Option<bool>,
 }
 
 /// The top-level `project` section: a patch plus the global fields.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectSection {
-    pub keep: Option<Paths>,
-    pub drop: Option<Paths>,
-    pub queries: Option<bool>,
-    pub query_argument: Option<String>,
-    pub max_query_bytes: Option<u64>,
-    pub query_work_per_byte: Option<u64>,
-    pub query_work_floor: Option<u64>,
-    pub query_memory_per_byte: Option<u64>,
-    pub query_memory_floor: Option<u64>,
+    pub(crate) keep: Option<Paths>,
+    pub(crate) drop: Option<Paths>,
+    pub(crate) queries: Option<bool>,
+    pub(crate) query_argument: Option<String>,
+    pub(crate) max_query_bytes: Option<u64>,
+    pub(crate) query_work_per_byte: Option<u64>,
+    pub(crate) query_work_floor: Option<u64>,
+    pub(crate) query_memory_per_byte: Option<u64>,
+    pub(crate) query_memory_floor: Option<u64>,
 }
 
 /// The resolved global fields.
@@ -140,7 +140,7 @@ pub struct ProjectPolicy {
 
 impl ProjectSection {
     /// Splits into the patch of the top layer and the global settings.
-    pub fn resolve(self) -> Result<(ProjectPatch, ProjectSettings), ConfigError> {
+    pub(crate) fn resolve(self) -> Result<(ProjectPatch, ProjectSettings), ConfigError> {
         let patch = ProjectPatch {
             keep: self.keep,
             drop: self.drop,
@@ -225,7 +225,7 @@ impl ProjectPatch {
     /// Overrides `policy` with the fields this layer names. The paths were
     /// parsed (and refused, with their field) when the configuration was
     /// read; a layer's list replaces the inherited one.
-    pub fn apply(&self, policy: &mut ProjectPolicy) {
+    pub(crate) fn apply(&self, policy: &mut ProjectPolicy) {
         if let Some(keep) = &self.keep {
             policy.rules.keep = keep.clone();
         }

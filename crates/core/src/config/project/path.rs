@@ -44,13 +44,13 @@ pub enum Step {
 /// A parsed path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Path {
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
 }
 
 /// Longest path text accepted, in bytes.
-pub const MAX_PATH_BYTES: usize = 256;
+pub(crate) const MAX_PATH_BYTES: usize = 256;
 /// Most steps in one path.
-pub const MAX_STEPS: usize = 16;
+pub(crate) const MAX_STEPS: usize = 16;
 
 impl Path {
     /// Parses one rule; the error says what is wrong, for a config message.

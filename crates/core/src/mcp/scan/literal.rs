@@ -19,19 +19,19 @@ use crate::json::literal::{equal_bytes, stops};
 
 /// What reading a text literal found.
 #[derive(Debug, Default)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// The value; `None` where serde_json refuses the literal (a lone
     /// surrogate escape).
-    pub value: Option<String>,
+    pub(crate) value: Option<String>,
     /// The value, read as JSON, has whitespace between its tokens. Exact
     /// when it is one JSON value; on other text the answer is whatever
     /// the walk found, which compaction does not use.
-    pub layout: bool,
+    pub(crate) layout: bool,
     /// The value, read as JSON, has an escape in a string (a backslash:
     /// in one JSON value there is none elsewhere). Read off the escapes of
     /// the literal at no cost, so that compaction does not look for
     /// escapes where there are none.
-    pub escapes: bool,
+    pub(crate) escapes: bool,
 }
 
 /// Where the decoded text is, read as JSON, at the current byte.

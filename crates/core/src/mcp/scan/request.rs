@@ -32,7 +32,7 @@ use crate::outcome::Reason;
 /// `skipped`), or `None` when it is not one JSON object or an array of
 /// objects, or a message has a field twice, or a `method` that is not a
 /// string.
-pub fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
+pub(crate) fn request(text: &str, declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
     let read = Scanner::body(text, super::Texts::Decode, |s| s.call(declared, limits))?;
     let mut info = RequestInfo::default();
     for call in read {

@@ -62,7 +62,7 @@ const UNIT: u64 = 100;
 
 /// What kind of pre-token a piece is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A run of letters (with its one leading non-letter, if any).
     Letters,
     /// One to three digits.
@@ -76,10 +76,10 @@ pub enum Kind {
 
 /// One pre-token: its kind and byte range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Piece {
-    pub kind: Kind,
-    pub start: usize,
-    pub end: usize,
+pub(crate) struct Piece {
+    pub(crate) kind: Kind,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// The estimated `o200k_base` tokens of `text`.
@@ -139,8 +139,9 @@ const BLOB_MIN: usize = 32;
 /// Hundredths of a token per byte of a blob (1.39 bytes per token).
 const BLOB_COST: u64 = 72;
 
+#[cfg(test)]
 /// The pieces of `text`, in order (for tests and calibration).
-pub fn pieces(text: &str) -> Vec<Piece> {
+pub(crate) fn pieces(text: &str) -> Vec<Piece> {
     let mut out = Vec::new();
     for_each_piece(text, |p| out.push(p));
     out

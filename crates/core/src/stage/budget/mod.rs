@@ -13,13 +13,13 @@
 
 pub mod estimate;
 pub mod notice;
-pub mod units;
+pub(crate) mod units;
 
 use std::ops::Range;
 
 use crate::config::Budget;
 use crate::stage::clean::TextKind;
-pub use units::{UnitKind, Units};
+pub(crate) use units::{UnitKind, Units};
 
 /// What `text` costs against `budget`.
 pub fn measure(text: &str, budget: Budget) -> usize {
@@ -50,8 +50,8 @@ pub struct Page {
     pub item: usize,
     pub units: Range<usize>,
     /// Units of the item in all.
-    pub total: usize,
-    pub kind: UnitKind,
+    pub(crate) total: usize,
+    pub(crate) kind: UnitKind,
     /// The page's text: a block of the item's form.
     pub text: String,
 }

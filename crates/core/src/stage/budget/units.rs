@@ -28,7 +28,7 @@ use crate::stage::clean::{split_framed, TextKind};
 
 /// What one unit is, for the notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnitKind {
+pub(crate) enum UnitKind {
     Rows,
     Items,
     Members,
@@ -36,7 +36,7 @@ pub enum UnitKind {
 }
 
 impl UnitKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             UnitKind::Rows => "rows",
             UnitKind::Items => "items",
@@ -66,9 +66,9 @@ enum Form<'a> {
 
 /// A block's text cut into units.
 #[derive(Debug, Clone)]
-pub struct Units<'a> {
+pub(crate) struct Units<'a> {
     text: &'a str,
-    pub kind: UnitKind,
+    pub(crate) kind: UnitKind,
     form: Form<'a>,
     /// Byte ranges of the units in `text`, in order. TOON rows and JSON
     /// elements exclude separators; text lines include their line end.
@@ -78,7 +78,7 @@ pub struct Units<'a> {
 impl<'a> Units<'a> {
     /// The structured units of a block (TOON or JSON); `None` when the text
     /// is neither a table nor a JSON array or object with units.
-    pub fn structured(text: &'a str, framing: TextKind) -> Option<Self> {
+    pub(crate) fn structured(text: &'a str, framing: TextKind) -> Option<Self> {
         match framing {
             TextKind::Toon(_) => toon(text, framing),
             TextKind::Text => json(text),
@@ -87,7 +87,7 @@ impl<'a> Units<'a> {
 
     /// Lines of `text`; a line longer than `max_bytes` is split at the last
     /// character boundary within it.
-    pub fn lines(text: &'a str, max_bytes: usize) -> Self {
+    pub(crate) fn lines(text: &'a str, max_bytes: usize) -> Self {
         let max = max_bytes.max(4);
         let mut spans = Vec::new();
         let mut at = 0;
@@ -113,17 +113,13 @@ impl<'a> Units<'a> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
     }
 
     /// The text of unit `i` (a TOON row with its indentation, a JSON
     /// element, a line with its line end).
-    pub fn unit(&self, i: usize) -> &'a str {
+    pub(crate) fn unit(&self, i: usize) -> &'a str {
         self.spans
             .get(i)
             .and_then(|r| self.text.get(r.clone()))
@@ -132,12 +128,12 @@ impl<'a> Units<'a> {
 
     /// What every page of this block carries besides its units: header,
     /// marker, envelope; empty for text (pages are bare slices).
-    pub fn overhead(&self) -> String {
+    pub(crate) fn overhead(&self) -> String {
         self.render(0..0)
     }
 
     /// Units `range` written as a block of the same form.
-    pub fn render(&self, range: Range<usize>) -> String {
+    pub(crate) fn render(&self, range: Range<usize>) -> String {
         let units = self.spans.get(range.clone()).unwrap_or_default();
         let slice = |r: &Range<usize>| self.text.get(r.clone()).unwrap_or("");
         match &self.form {
@@ -195,7 +191,7 @@ impl<'a> Units<'a> {
     }
 
     /// Bytes a unit adds to a page beyond its own text.
-    pub fn separator_bytes(&self) -> usize {
+    pub(crate) fn separator_bytes(&self) -> usize {
         match self.form {
             Form::Text => 0,
             Form::Json { .. } | Form::Toon { .. } => 1,

@@ -57,14 +57,14 @@ const URL_LOOKBACK: usize = 2048;
 const MIN_WRAP_WIDTH: usize = 16;
 
 /// Whether a JSON member with this key holds a handle (see module docs).
-pub fn is_handle_key(key: &str) -> bool {
+pub(crate) fn is_handle_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     HANDLE_KEY_WORDS.iter().any(|w| key.contains(w))
 }
 
 /// Replaces blobs of at least `min_chars` characters; `None` when there is
 /// none.
-pub fn strip(text: &str, min_chars: usize) -> Option<String> {
+pub(crate) fn strip(text: &str, min_chars: usize) -> Option<String> {
     let b = text.as_bytes();
     let mut out = String::new();
     let mut copied = 0; // bytes of `text` already handled

@@ -136,15 +136,15 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
 
 /// A TOON emission in three parts: the header kept at the head, the TOON
 /// body that is cut, the tail kept after it.
-pub struct Parts<'a> {
-    pub head: &'a str,
-    pub body: &'a str,
-    pub tail: &'a str,
+pub(crate) struct Parts<'a> {
+    pub(crate) head: &'a str,
+    pub(crate) body: &'a str,
+    pub(crate) tail: &'a str,
 }
 
 /// `None` for plain text, or when the text does not have the header its
 /// framing says (it is then capped as plain text).
-pub fn split(text: &str, framing: TextKind) -> Option<Parts<'_>> {
+pub(crate) fn split(text: &str, framing: TextKind) -> Option<Parts<'_>> {
     let TextKind::Toon(header) = framing else {
         return None;
     };

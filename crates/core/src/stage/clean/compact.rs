@@ -28,7 +28,7 @@ use crate::json::printable::is_printable;
 
 /// Whether `compacted`, the compact form of `original`, replaces it: it is
 /// smaller and parses to the same value. Lossless, so any saving counts.
-pub fn accept(original: &str, compacted: &str) -> bool {
+pub(crate) fn accept(original: &str, compacted: &str) -> bool {
     if compacted.len() >= original.len() {
         return false;
     }
@@ -46,7 +46,7 @@ pub fn accept(original: &str, compacted: &str) -> bool {
 /// value (a string holds no raw tab or line break, §7, and its spaces are
 /// data); on other text the answer does not matter, as compaction leaves
 /// it alone. One pass, strings skipped to their next quote or backslash.
-pub fn has_layout(text: &str) -> bool {
+pub(crate) fn has_layout(text: &str) -> bool {
     let b = text.as_bytes();
     let mut i = 0;
     while let Some(&c) = b.get(i) {
@@ -143,14 +143,14 @@ fn escapes(b: &[u8]) -> impl Iterator<Item = (usize, usize, Option<char>)> + '_ 
 
 /// Whether the JSON text `text` has a `\uXXXX` escape that
 /// [`write_characters`] writes as its character.
-pub fn has_character_escape(text: &str) -> bool {
+pub(crate) fn has_character_escape(text: &str) -> bool {
     escapes(text.as_bytes()).any(|(_, _, c)| c.is_some_and(written_raw))
 }
 
 /// `json` (one valid JSON text, compact or not) with each `\uXXXX` escape
 /// of a printable character other than `"` and `\` written as the
 /// character (see the module docs); every other byte as it was.
-pub fn write_characters(json: String) -> String {
+pub(crate) fn write_characters(json: String) -> String {
     if !has_character_escape(&json) {
         return json;
     }
@@ -197,7 +197,7 @@ pub fn deferrable(text: &str, s: &super::CleanSettings, layout: Option<bool>) ->
 /// Texts whose layout is easy to get wrong (spaces, escapes and quotes
 /// inside strings), for the tests of each reader that answers it.
 #[cfg(test)]
-pub const LAYOUT_CASES: &[&str] = &[
+pub(crate) const LAYOUT_CASES: &[&str] = &[
     r#"{"a":[1,2]}"#,
     r#"{"a b":"c d","e":"\\","f":"\" ","g":"\\\" \\"}"#,
     r#""  ""#,

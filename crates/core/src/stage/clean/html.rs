@@ -45,7 +45,7 @@ const ELEMENTS: &[&str] = &[
 
 /// What [`to_markdown`] made of a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Converted {
+pub(crate) enum Converted {
     /// The Markdown, shorter than the text.
     Markdown(String),
     /// Not HTML, or the Markdown would not be shorter.
@@ -57,7 +57,7 @@ pub enum Converted {
 
 /// Converts `text` to Markdown when it is HTML, the conversion stays within
 /// the work budget, and the Markdown is shorter.
-pub fn to_markdown(text: &str) -> Converted {
+pub(crate) fn to_markdown(text: &str) -> Converted {
     if !SUPPORTED || !is_html(text) {
         return Converted::Unchanged;
     }
@@ -110,10 +110,10 @@ mod quiet {
     /// Conversions running, and the level to restore after the last.
     static STATE: Mutex<(usize, LevelFilter)> = Mutex::new((0, LevelFilter::Off));
 
-    pub struct Quiet;
+    pub(crate) struct Quiet;
 
     impl Quiet {
-        pub fn new() -> Self {
+        pub(crate) fn new() -> Self {
             let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
             if state.0 == 0 {
                 state.1 = log::max_level();
@@ -142,10 +142,10 @@ fn convert(_text: &str) -> Option<String> {
 }
 
 /// Whether this build converts HTML at all (the `html` cargo feature).
-pub const SUPPORTED: bool = cfg!(feature = "html");
+pub(crate) const SUPPORTED: bool = cfg!(feature = "html");
 
 /// The detection rule in the module docs.
-pub fn is_html(text: &str) -> bool {
+pub(crate) fn is_html(text: &str) -> bool {
     let head = skip_preamble(text);
     if starts_with_ci(head, "<!doctype html")
         || tag_at(head, 0).is_some_and(|t| !t.closing && t.name.eq_ignore_ascii_case("html"))
@@ -239,7 +239,7 @@ fn tag_at(text: &str, at: usize) -> Option<Tag<'_>> {
 }
 
 #[cfg(feature = "html")]
-pub mod guard;
+pub(crate) mod guard;
 
 #[cfg(test)]
 mod tests;

@@ -38,16 +38,15 @@ mod base64;
 mod cap;
 pub mod compact;
 mod html;
-pub mod rewrite;
+pub(crate) mod rewrite;
 mod whitespace;
 
 #[cfg(test)]
 mod tests;
 
 pub use crate::config::CleanSettings;
-pub use cap::split as split_framed;
+pub(crate) use cap::split as split_framed;
 pub use cap::{can_hold_first_row, cap, Capped, TextKind};
-pub use html::SUPPORTED as HTML_SUPPORTED;
 
 use serde::de::IgnoredAny;
 
@@ -72,7 +71,7 @@ pub enum Transform {
 
 impl Transform {
     /// Every transform, in the order they run.
-    pub const ALL: &'static [Transform] = &[
+    pub(crate) const ALL: &'static [Transform] = &[
         Transform::PythonLiteral,
         Transform::HtmlToMarkdown,
         Transform::StripBase64,
@@ -97,7 +96,7 @@ impl Transform {
     }
 
     /// Its counter, `mcp_toon_clean_<name>`.
-    pub fn metric(self) -> &'static str {
+    pub(crate) fn metric(self) -> &'static str {
         match self {
             Transform::PythonLiteral => "mcp_toon_clean_python_literal",
             Transform::HtmlToMarkdown => "mcp_toon_clean_html_to_markdown",

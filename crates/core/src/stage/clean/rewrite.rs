@@ -17,29 +17,29 @@
 use std::borrow::Cow;
 
 /// The output of a pass.
-pub struct Rewritten {
+pub(crate) struct Rewritten {
     /// The compact text.
-    pub text: String,
+    pub(crate) text: String,
     /// Null members removed.
-    pub nulls_removed: usize,
+    pub(crate) nulls_removed: usize,
     /// Bytes their removal took off the compact text (keys, colons,
     /// `null`s and the commas that separated them).
-    pub nulls_saved: usize,
+    pub(crate) nulls_saved: usize,
 }
 
 /// A string value as the callback sees it.
-pub struct StringValue<'t, 'k> {
+pub(crate) struct StringValue<'t, 'k> {
     /// The decoded string.
-    pub value: &'t str,
+    pub(crate) value: &'t str,
     /// Length of its literal in the source, quotes and escapes included.
-    pub literal_len: usize,
+    pub(crate) literal_len: usize,
     /// The key of the member it belongs to (array elements inherit the key
     /// of the member holding the array); `None` at the top level.
-    pub key: Option<&'k str>,
+    pub(crate) key: Option<&'k str>,
     /// Where that key's literal starts in the text: one value per member,
     /// shared by the strings of its arrays, so a caller can remember what
     /// it concluded about a key without comparing it again.
-    pub key_at: Option<usize>,
+    pub(crate) key_at: Option<usize>,
 }
 
 /// A member's key, decoded once; the strings of the arrays nested in its
@@ -116,7 +116,7 @@ impl<'a> Stack<'a> {
 
 /// Rewrites `text` (see the module docs). `on_string` returns the new value
 /// of a string, or `None` to keep its literal as it is.
-pub fn rewrite<'a>(
+pub(crate) fn rewrite<'a>(
     text: &'a str,
     drop_nulls: bool,
     on_string: &mut dyn FnMut(StringValue<'_, '_>) -> Option<String>,
@@ -244,11 +244,11 @@ fn begin_value(out: &mut String, stack: &mut Stack<'_>, after_key: &mut bool) {
     }
 }
 
-pub fn is_ws(c: u8) -> bool {
+pub(crate) fn is_ws(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while b.get(i).copied().is_some_and(is_ws) {
         i += 1;
     }
@@ -256,7 +256,7 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Index just past the closing quote of the string literal opening at `i`.
-pub fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
         match b.get(j)? {
@@ -268,7 +268,7 @@ pub fn string_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The string a literal stands for; borrowed when it has no escapes.
-pub fn decode(literal: &str) -> Option<Cow<'_, str>> {
+pub(crate) fn decode(literal: &str) -> Option<Cow<'_, str>> {
     let inner = literal.get(1..literal.len().checked_sub(1)?)?;
     if inner.contains('\\') {
         serde_json::from_str::<String>(literal).ok().map(Cow::Owned)

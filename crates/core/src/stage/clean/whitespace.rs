@@ -28,7 +28,7 @@ struct Fence {
 }
 
 /// Collapses whitespace; `None` when nothing changes.
-pub fn collapse(text: &str) -> Option<String> {
+pub(crate) fn collapse(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut fence: Option<Fence> = None;
     // The line ending of the first blank line of a pending run, if any.

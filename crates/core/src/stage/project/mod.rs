@@ -15,8 +15,8 @@
 //! Both drop information by design: the decision record says
 //! `lossless: false`.
 
-pub mod path;
-pub mod query;
+pub(crate) mod path;
+pub(crate) mod query;
 pub mod rules;
 
 pub use query::{Query, Refusal};

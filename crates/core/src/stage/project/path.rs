@@ -40,7 +40,7 @@ fn glob_match(glob: &str, key: &str) -> bool {
 
 /// What a value is reached by: a member key, or being an array element.
 #[derive(Debug, Clone, Copy)]
-pub enum Edge<'a> {
+pub(crate) enum Edge<'a> {
     Key(&'a str),
     Element,
 }
@@ -48,11 +48,11 @@ pub enum Edge<'a> {
 /// Live positions in a set of paths: `(path index, step index)`, sorted,
 /// without duplicates, closed under skipping a `**`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct States(Vec<(u16, u16)>);
+pub(crate) struct States(Vec<(u16, u16)>);
 
 impl States {
     /// Every path at its first step (the value of the whole block).
-    pub fn start(paths: &[Path]) -> States {
+    pub(crate) fn start(paths: &[Path]) -> States {
         let mut s = States(
             (0..paths.len())
                 .filter_map(|p| u16::try_from(p).ok().map(|p| (p, 0)))
@@ -62,12 +62,12 @@ impl States {
         s
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Whether a path ends here: this value is matched.
-    pub fn matched(&self, paths: &[Path]) -> bool {
+    pub(crate) fn matched(&self, paths: &[Path]) -> bool {
         self.0.iter().any(|&(p, i)| {
             paths
                 .get(usize::from(p))
@@ -76,7 +76,7 @@ impl States {
     }
 
     /// The states of a member or element reached by `edge`.
-    pub fn step(&self, paths: &[Path], edge: Edge<'_>) -> States {
+    pub(crate) fn step(&self, paths: &[Path], edge: Edge<'_>) -> States {
         let mut next = Vec::new();
         for &(p, i) in &self.0 {
             let Some(step) = paths

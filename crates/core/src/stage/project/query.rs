@@ -36,7 +36,7 @@ use jmespath::ast::Ast;
 use jmespath::{Context, Rcvar, Variable};
 use serde_json::Value;
 
-pub use cost::Cost;
+pub(crate) use cost::Cost;
 
 use crate::config::QueryBudget;
 // NUMBER_TOKEN: serde_json's `arbitrary_precision` marker; a number
@@ -50,14 +50,14 @@ use value::{write_json, Capped};
 
 /// Most nesting of brackets and parentheses in an expression, prefix
 /// operators (`!`, `&`) included.
-pub const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 /// Most brackets, parentheses and prefix operators in an expression: the
 /// crate's parser recurses once per projection of a chain (`a[*].b[*]…`).
-pub const MAX_BRACKETS: usize = 48;
+pub(crate) const MAX_BRACKETS: usize = 48;
 /// Largest output size factor `M` accepted.
-pub const MAX_SIZE_FACTOR: u64 = 32;
+pub(crate) const MAX_SIZE_FACTOR: u64 = 32;
 /// Largest work factor `W` accepted.
-pub const MAX_WORK_FACTOR: u64 = 256;
+pub(crate) const MAX_WORK_FACTOR: u64 = 256;
 
 /// Why a query was not applied, with a one-line detail for the note.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ const MAX_GROUP_DEPTH: usize = 8;
 
 /// Why a value is not a table; kept for the debug log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NotTable {
+pub(crate) enum NotTable {
     NotArrayOrEnvelope,
     TooFewRows,
     RowNotObject,
@@ -36,7 +36,11 @@ pub enum NotTable {
 /// Accepts a value that holds a table anywhere; else why the value itself
 /// is none (`NotArrayOrEnvelope` for any value but an array: an object
 /// holds no table, a primitive is none).
-pub fn classify(value: &Value, min_rows: usize, key_presence_pct: u64) -> Result<(), NotTable> {
+pub(crate) fn classify(
+    value: &Value,
+    min_rows: usize,
+    key_presence_pct: u64,
+) -> Result<(), NotTable> {
     let own = match value {
         Value::Array(rows) => table(rows, min_rows, key_presence_pct),
         _ => Err(NotTable::NotArrayOrEnvelope),

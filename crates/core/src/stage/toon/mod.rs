@@ -8,10 +8,12 @@
 //! encoder and decoder) decides whatever the fast path leaves to it.
 
 mod classify;
-pub mod fast;
+pub(crate) mod fast;
 mod number;
 
-pub use classify::{classify, NotTable};
+pub(crate) use classify::classify;
+#[cfg(test)]
+pub(crate) use classify::NotTable;
 
 use serde_json::Value;
 use toon_format::{DecodeOptions, EncodeOptions};
@@ -100,7 +102,7 @@ pub struct Sizes {
     /// Bytes of the block's text.
     pub len: usize,
     /// Bytes of its JSON string literal on the wire.
-    pub wire: usize,
+    pub(crate) wire: usize,
 }
 
 impl Sizes {
@@ -247,13 +249,13 @@ fn generic(
 
 /// `after` is at least `pct` % smaller than `before`, in exact integer
 /// arithmetic so the boundary is where the configuration says it is.
-pub fn smaller_enough(before: usize, after: usize, pct: u64) -> bool {
+pub(crate) fn smaller_enough(before: usize, after: usize, pct: u64) -> bool {
     (after as u128) * 100 <= (before as u128) * u128::from(100 - pct.min(100))
 }
 
 /// Plain TOON encoding of a JSON value with the spec's default options
 /// (two-space indent, comma delimiter). `None` when the encoder refuses.
-pub fn to_toon(value: &Value) -> Option<String> {
+pub(crate) fn to_toon(value: &Value) -> Option<String> {
     to_toon_with(value, &EncodeOptions::default())
 }
 

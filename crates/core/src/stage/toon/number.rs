@@ -15,7 +15,7 @@ use crate::json::Decimal;
 
 /// The canonical TOON form of a JSON number literal when it has exactly
 /// the literal's decimal value; `None` when TOON cannot carry the number.
-pub fn exact_form(raw: &str) -> Option<String> {
+pub(crate) fn exact_form(raw: &str) -> Option<String> {
     let exact = Decimal::parse(raw)?;
     let number = if let Ok(i) = raw.parse::<i64>() {
         ToonNumber::from(i)

@@ -133,7 +133,7 @@ impl<'a> Parts<'a> {
 }
 
 /// Whether `extracted` is drawn from `block` (see the module comment).
-pub fn from(block: &str, extracted: &str) -> bool {
+pub(crate) fn from(block: &str, extracted: &str) -> bool {
     match serde_json::from_str::<Value>(block) {
         Ok(input) => {
             let Ok(output) = serde_json::from_str::<Value>(extracted) else {

@@ -283,7 +283,7 @@ mod reference {
     }
 
     /// `strip` with the old detector.
-    pub fn strip(text: &str, min_chars: usize) -> Option<String> {
+    pub(crate) fn strip(text: &str, min_chars: usize) -> Option<String> {
         let b = text.as_bytes();
         let mut out = String::new();
         let mut copied = 0;

@@ -64,7 +64,7 @@ use scraper::{Html, HtmlTreeSink, Node};
 
 /// Deepest element nesting converted (Chromium's and WebKit's parsers
 /// stop nesting at 512 as well).
-pub const MAX_DEPTH: usize = 512;
+pub(crate) const MAX_DEPTH: usize = 512;
 
 /// Parser work allowed per byte of input (units in the module docs).
 /// Ordinary pages need 1–7: over 3,855 HTML files installed on the build
@@ -72,20 +72,20 @@ pub const MAX_DEPTH: usize = 512;
 /// measured once with [`measure`] and no limits) the median was 1.9 and the
 /// most 6.8 units per byte; the hostile shapes of the adversarial benchmark
 /// need hundreds to hundreds of thousands.
-pub const WORK_PER_BYTE: u64 = 24;
+pub(crate) const WORK_PER_BYTE: u64 = 24;
 
 /// Work allowed whatever the size, so that tiny fragments never trip it.
-pub const WORK_BASE: u64 = 1 << 16;
+pub(crate) const WORK_BASE: u64 = 1 << 16;
 
 /// Markdown bytes (estimated from the tree) allowed per byte of input. The
 /// same pages: median 0.26, most 2.2.
-pub const OUTPUT_PER_BYTE: u64 = 8;
+pub(crate) const OUTPUT_PER_BYTE: u64 = 8;
 
 /// Markdown allowed whatever the size.
-pub const OUTPUT_BASE: u64 = 1 << 16;
+pub(crate) const OUTPUT_BASE: u64 = 1 << 16;
 
 /// Input fed to the parser between two checks of the budget.
-pub const FEED_BYTES: usize = 64;
+pub(crate) const FEED_BYTES: usize = 64;
 
 /// A prefix wider than any container writes (`> `, `- `, `1234567. `,
 /// plus the indentation of the content column).
@@ -103,7 +103,7 @@ pub enum Refusal {
 }
 
 /// Whether converting `text` stays within the budgets.
-pub fn check(text: &str) -> Result<(), Refusal> {
+pub(crate) fn check(text: &str) -> Result<(), Refusal> {
     let len = text.len() as u64;
     let limits = Limits {
         work: WORK_BASE.saturating_add(WORK_PER_BYTE.saturating_mul(len)),
@@ -115,21 +115,21 @@ pub fn check(text: &str) -> Result<(), Refusal> {
 /// Budgets in absolute units.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    pub work: u64,
-    pub output: u64,
+    pub(crate) work: u64,
+    pub(crate) output: u64,
 }
 
 /// What a text cost, when it stayed within the limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Parser work (units in the module docs).
-    pub work: u64,
+    pub(crate) work: u64,
     /// Estimated Markdown bytes.
-    pub output: u64,
+    pub(crate) output: u64,
 }
 
 /// Parses `text` under `limits`; its cost, or why it went over.
-pub fn measure(text: &str, limits: Limits) -> Result<Usage, Refusal> {
+pub(crate) fn measure(text: &str, limits: Limits) -> Result<Usage, Refusal> {
     let meter = Meter {
         inner: HtmlTreeSink::new(Html::new_document()),
         work: Cell::new(0),

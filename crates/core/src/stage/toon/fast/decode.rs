@@ -47,8 +47,8 @@ struct Line<'t> {
 
 /// A header field: a leaf, or a nested group.
 pub(super) struct Field<'t> {
-    pub name: Cow<'t, str>,
-    pub children: Option<Vec<Field<'t>>>,
+    pub(crate) name: Cow<'t, str>,
+    pub(crate) children: Option<Vec<Field<'t>>>,
 }
 
 fn leaf_count(fields: &[Field<'_>]) -> usize {
@@ -60,10 +60,10 @@ fn leaf_count(fields: &[Field<'_>]) -> usize {
 
 /// A parsed header: the text after its colon, and what it declares.
 pub(super) struct Header<'t> {
-    pub len: usize,
-    pub keyed: bool,
-    pub fields: Option<Vec<Field<'t>>>,
-    pub after: &'t str,
+    pub(crate) len: usize,
+    pub(crate) keyed: bool,
+    pub(crate) fields: Option<Vec<Field<'t>>>,
+    pub(crate) after: &'t str,
 }
 
 /// True when `text` decodes, in the forms described above, to the root of

@@ -171,11 +171,12 @@ fn decodes_to(toon: &str, json: &tree::Doc<'_>, options: &EncodeOptions) -> bool
     decode::decodes_to(toon, options, json)
 }
 
+#[cfg(test)]
 /// The TOON text the fast path writes for a JSON text with `options`, or
 /// `None` where it would fall back (not JSON it reads, a form it does not
 /// write, a number TOON cannot carry). No exactness gate on key order: this
 /// is the encoder alone, for differential tests and benchmarks.
-pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
+pub(crate) fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
     let (doc, _) = parse::parse_with(text, lines::Rows::new(options, false))?;
     if doc
         .all_values()
@@ -186,10 +187,11 @@ pub fn to_toon(text: &str, options: &EncodeOptions) -> Option<String> {
     emit::emit(&doc, options)
 }
 
+#[cfg(test)]
 /// Whether the fast decoder reads `toon` back as the JSON `text` (`None`
 /// when the fast parser leaves `text` to serde_json). For tests and
 /// benchmarks.
-pub fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
+pub(crate) fn verifies(text: &str, toon: &str, options: &EncodeOptions) -> Option<bool> {
     let (doc, _) = parse::parse_with(text, lines::Rows::new(options, true))?;
     Some(decodes_to(toon, &doc, options))
 }

@@ -56,12 +56,12 @@ const RECENT: usize = 8;
 /// ([`Counts::sizes`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Counts {
-    pub spaces: usize,
-    pub quoted: usize,
+    pub(crate) spaces: usize,
+    pub(crate) quoted: usize,
     /// A `\u` escape of a character other than a control was read: how
     /// compaction spells one is its own business, so the sizes are not
     /// known.
-    pub respelled: bool,
+    pub(crate) respelled: bool,
 }
 
 impl Counts {

@@ -34,13 +34,13 @@ use crate::json::literal::stops;
 /// A row [`take`] read and wrote.
 pub(super) struct Taken {
     /// Where the text goes on, past the row's `}`.
-    pub end: usize,
+    pub(crate) end: usize,
     /// What escaping the written cells adds to the emission as a JSON
     /// string literal (a quoted cell's quotes, a tab delimiter).
-    pub escapes: usize,
+    pub(crate) escapes: usize,
     /// What the row's text holds besides its tokens, for a caller that
     /// measures the text as its compact form ([`super::parse::Counts`]).
-    pub counts: Counts,
+    pub(crate) counts: Counts,
 }
 
 /// The delimiters [`take`] writes: the ones [`special_bytes_of`] has a

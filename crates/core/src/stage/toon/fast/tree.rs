@@ -58,30 +58,30 @@ impl Node<'_> {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Table {
     /// The first row's members, in [`Doc::members`]: the header's fields.
-    pub keys: Range<usize>,
+    pub(crate) keys: Range<usize>,
     /// How many rows.
-    pub rows: usize,
+    pub(crate) rows: usize,
     /// The rows' lines, in [`Doc::lines`].
-    pub lines: Range<usize>,
+    pub(crate) lines: Range<usize>,
 }
 
 /// One object member.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Member<'a> {
-    pub key: Cow<'a, str>,
-    pub value: Node<'a>,
+    pub(crate) key: Cow<'a, str>,
+    pub(crate) value: Node<'a>,
 }
 
 /// A parsed document: the root and the arenas its containers point into.
 #[derive(Debug, Default)]
 pub(super) struct Doc<'a> {
-    pub nodes: Vec<Node<'a>>,
-    pub members: Vec<Member<'a>>,
-    pub root: Option<Node<'a>>,
+    pub(crate) nodes: Vec<Node<'a>>,
+    pub(crate) members: Vec<Member<'a>>,
+    pub(crate) root: Option<Node<'a>>,
     /// The tables [`Node::Table`] points to.
-    pub tables: Vec<Table>,
+    pub(crate) tables: Vec<Table>,
     /// Their lines.
-    pub lines: String,
+    pub(crate) lines: String,
 }
 
 impl<'a> Doc<'a> {
