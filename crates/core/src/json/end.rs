@@ -16,6 +16,8 @@
 //! and anything but whitespace after the value (§2: insignificant
 //! whitespace is space, tab, LF and CR). Linear in the bytes, one pass.
 
+use super::lex::is_ws;
+
 /// What the bytes seen so far are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -38,10 +40,6 @@ pub struct EndScanner {
     invalid: bool,
 }
 
-const fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 impl EndScanner {
     /// Feeds the next bytes; returns where the body stands and, when the
     /// value closed within `bytes`, the offset just past its last byte.
@@ -50,12 +48,7 @@ impl EndScanner {
         let mut i = 0;
         while i < bytes.len() && !self.invalid {
             if self.closed {
-                if !bytes
-                    .get(i..)
-                    .unwrap_or_default()
-                    .iter()
-                    .all(|&b| is_space(b))
-                {
+                if !bytes.get(i..).unwrap_or_default().iter().all(|&b| is_ws(b)) {
                     self.invalid = true;
                 }
                 break;
@@ -91,7 +84,7 @@ impl EndScanner {
                         self.started = true;
                         self.depth = 1;
                     }
-                    b if is_space(b) => {}
+                    b if is_ws(b) => {}
                     _ => self.invalid = true,
                 }
                 continue;

@@ -6,24 +6,7 @@
 //! `&str`: `\"`, `\\`, `\b \f \n \r \t`, other C0 controls as lowercase
 //! `\u00XX`, everything else as it is), which the tests hold them to.
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` (little-endian) that may be a `"`,
-/// a `\\` or a C0 control: the classic has-zero-byte and has-less-than
-/// tests. A flag can be false only above a true one (a borrow runs
-/// upward), so the lowest flag marks the first such byte exactly, and no
-/// flag means none is.
-pub(crate) fn stops(word: u64) -> u64 {
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    equal_bytes(word, b'"') | equal_bytes(word, b'\\') | control
-}
-
-/// [`stops`] for the bytes equal to `byte`: the lowest flag is exact.
-pub(crate) fn equal_bytes(word: u64, byte: u8) -> u64 {
-    let x = word ^ (ONES * u64::from(byte));
-    x.wrapping_sub(ONES) & !x & HIGHS
-}
+use super::lex::stops;
 
 /// The escape of a byte [`stops`] flags.
 fn escape(b: u8) -> Escape {
@@ -83,25 +66,7 @@ pub fn write_literal(out: &mut String, s: &str) {
     let mut at = 0;
     loop {
         // The plain run from `at` to the next byte that needs an escape.
-        let mut end = at;
-        while let Some(word) = b.get(end..end + 8) {
-            let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
-            let found = stops(w);
-            if found != 0 {
-                end += (found.trailing_zeros() / 8) as usize;
-                break;
-            }
-            end += 8;
-        }
-        if b.get(end..end + 8).is_none() {
-            // Fewer than eight left: byte by byte.
-            end += b
-                .get(end..)
-                .unwrap_or(&[])
-                .iter()
-                .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
-                .unwrap_or(b.len().saturating_sub(end));
-        }
+        let end = super::lex::to_stop(b, at).unwrap_or(b.len());
         // `at` and `end` sit on ASCII bytes (or the end): char boundaries.
         out.push_str(s.get(at..end).unwrap_or(""));
         let Some(&c) = b.get(end) else {

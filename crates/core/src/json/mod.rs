@@ -10,6 +10,7 @@
 
 mod decimal;
 mod end;
+pub(crate) mod lex;
 pub mod literal;
 mod object;
 pub mod printable;

@@ -222,9 +222,7 @@ impl<'a> Walk<'a> {
     }
 
     fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-            self.i += 1;
-        }
+        self.i = crate::json::lex::skip_ws(self.b, self.i);
     }
 
     fn expect(&mut self, c: u8) -> Option<()> {

@@ -119,9 +119,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-            self.i += 1;
-        }
+        self.i = crate::json::lex::skip_ws(self.b, self.i);
     }
 
     /// The text of the value starting here (after skipping it).

@@ -15,7 +15,7 @@
 //! enters and leaves its strings only at an escape, and a plain run is
 //! wholly inside a string or wholly outside.
 
-use crate::json::literal::{equal_bytes, stops};
+use crate::json::lex::{equal_bytes, stops, to_stop};
 
 /// What reading a text literal found.
 #[derive(Debug, Default)]
@@ -312,27 +312,8 @@ pub(super) fn measure(b: &[u8], start: usize) -> Option<(usize, Option<usize>)> 
     let mut spent = 0usize;
     let mut refused = false;
     loop {
-        // To the next quote, backslash or control: eight bytes at a time,
-        // then byte by byte for the last few.
-        loop {
-            match b.get(at..at + 8) {
-                Some(word) => {
-                    let found = stops(u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?));
-                    if found != 0 {
-                        at += (found.trailing_zeros() / 8) as usize;
-                        break;
-                    }
-                    at += 8;
-                }
-                None => {
-                    at += b
-                        .get(at..)?
-                        .iter()
-                        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')?;
-                    break;
-                }
-            }
-        }
+        // To the next quote, backslash or control.
+        at = to_stop(b, at)?;
         match *b.get(at)? {
             b'"' => {
                 let len = (at - start).checked_sub(spent)?;

@@ -24,6 +24,7 @@
 //! anyway; a Lisp source file (`(defun`) is still skimmed.
 
 use super::literal::{hex4, measure, SHORT};
+use crate::json::lex::is_ws;
 
 /// A literal the skim took: its length on the wire (quotes included), and
 /// its text's length decoded, or `None` where serde_json refuses to decode
@@ -61,10 +62,6 @@ enum Step {
     /// An object, array or string opens: the text may be JSON, and only a
     /// full read can tell.
     Opens,
-}
-
-fn is_ws(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 impl Prefix {

@@ -108,7 +108,7 @@ fn written_raw(c: char) -> bool {
 fn next_backslash(b: &[u8], mut from: usize) -> Option<usize> {
     while let Some(word) = b.get(from..from + 8) {
         let w = <[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes);
-        let found = json::literal::equal_bytes(w, b'\\');
+        let found = json::lex::equal_bytes(w, b'\\');
         if found != 0 {
             return Some(from + (found.trailing_zeros() / 8) as usize);
         }

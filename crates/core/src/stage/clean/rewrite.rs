@@ -16,6 +16,8 @@
 
 use std::borrow::Cow;
 
+use crate::json::lex::{is_ws, skip_ws, string_end};
+
 /// The output of a pass.
 pub(crate) struct Rewritten {
     /// The compact text.
@@ -241,29 +243,6 @@ fn begin_value(out: &mut String, stack: &mut Stack<'_>, after_key: &mut bool) {
             out.push(',');
         }
         level.0 |= Level::WRITTEN;
-    }
-}
-
-pub(crate) fn is_ws(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).copied().is_some_and(is_ws) {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the closing quote of the string literal opening at `i`.
-pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    loop {
-        match b.get(j)? {
-            b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
-        }
     }
 }
 

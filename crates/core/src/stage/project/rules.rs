@@ -15,8 +15,9 @@
 
 use super::path::{Edge, States};
 use crate::config::Rules;
+use crate::json::lex::{is_ws, skip_ws, string_end};
 use crate::outcome::Reason;
-use crate::stage::clean::rewrite::{decode, is_ws, skip_ws, string_end};
+use crate::stage::clean::rewrite::decode;
 
 /// What the keep rules say about a value.
 #[derive(Debug, Clone)]

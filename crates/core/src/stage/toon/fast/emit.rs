@@ -612,12 +612,12 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 /// [`special_bytes_of`]'s, for `delim`) flags, or `b.len()`: eight bytes at
 /// a time, where a byte loop over short cells was most of writing and
 /// checking a row (issue 14). Each test flags its bytes with the lowest
-/// flag exact (`json::literal::stops`), so their union's lowest flag is
+/// flag exact (`json::lex::stops`), so their union's lowest flag is
 /// exact too: `"`, `\` and the controls; `:`; the delimiter; and `[ ]`
 /// and `{ }` at once, as `{ }` once bit 5 is set in every byte (no other
 /// byte turns into either).
 pub(super) fn first_special(b: &[u8], table: &[bool; 256], delim: char) -> usize {
-    use crate::json::literal::{equal_bytes, stops};
+    use crate::json::lex::{equal_bytes, stops};
     let d = u8::try_from(delim).unwrap_or(b',');
     let mut at = 0;
     while let Some(word) = b.get(at..at + 8) {

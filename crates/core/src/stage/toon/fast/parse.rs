@@ -21,27 +21,10 @@ use super::tree::{key_eq, Doc, Member, Node, Table};
 /// Arrays and objects nested deeper than this are left to serde_json.
 const MAX_NESTING: usize = 100;
 
-/// The bytes that end a run of plain string content: `"`, `\\` and the
-/// C0 controls (RFC 8259 §7).
-static STRING_STOP: [bool; 256] = string_stop();
-
-// Indexing in a constant initialiser: an index out of range fails the
-// build, never the plugin.
-#[allow(clippy::indexing_slicing)]
-const fn string_stop() -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
-        b += 1;
-    }
-    table
-}
-
 /// Some byte of `word` may be a `"`, a `\\` or a C0 control (exact for
 /// "none is").
 pub(super) fn may_stop(word: u64) -> bool {
-    crate::json::literal::stops(word) != 0
+    crate::json::lex::stops(word) != 0
 }
 
 /// How many distinct key lists the duplicate check remembers.
@@ -372,9 +355,7 @@ impl<'a> Parser<'a> {
 
     fn skip_ws(&mut self) {
         let start = self.pos;
-        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-            self.pos += 1;
-        }
+        self.pos = crate::json::lex::skip_ws(self.bytes, self.pos);
         self.counts.spaces += self.pos - start;
     }
 
@@ -457,29 +438,16 @@ impl<'a> Parser<'a> {
 
     /// Moves to the next quote, backslash or control character: eight
     /// bytes at a time, the first such byte found from the word's lowest
-    /// flag (exact, see [`crate::json::literal::stops`]), byte by byte
+    /// flag (exact, see [`crate::json::lex::stops`]), byte by byte
     /// only in the last few bytes of the text. Finding it by a byte loop
     /// over the flagged word cost more than the word scan on short strings
     /// (with [`Parser::skip_string`], the skim of the bench's 64 KB
     /// non-tabular document went 52.2M → 38.5M instructions per 50
     /// exchanges natively).
     fn skip_to_special(&mut self) -> Option<u8> {
-        let mut at = self.pos;
-        while let Some(word) = self.bytes.get(at..at + 8) {
-            let found = crate::json::literal::stops(le_word(word));
-            if found != 0 {
-                at += (found.trailing_zeros() / 8) as usize;
-                self.pos = at;
-                return self.bytes.get(at).copied();
-            }
-            at += 8;
-        }
-        let tail = self.bytes.get(at..)?;
-        let n = tail
-            .iter()
-            .position(|&b| STRING_STOP.get(usize::from(b)).copied().unwrap_or(true))?;
-        self.pos = at + n;
-        tail.get(n).copied()
+        let at = crate::json::lex::to_stop(self.bytes, self.pos)?;
+        self.pos = at;
+        self.bytes.get(at).copied()
     }
 
     /// Past the string literal at `pos` (its opening quote), checked as
@@ -883,14 +851,8 @@ impl<'a> Parser<'a> {
                 }
                 let value = self.value()?;
                 self.member_scratch.push(Member { key, value });
-                self.skip_ws();
-                match self.peek()? {
-                    b',' => self.pos += 1,
-                    b'}' => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.after_entry(b'}')? {
+                    break;
                 }
             }
         }
@@ -900,6 +862,23 @@ impl<'a> Parser<'a> {
             return None;
         }
         Some(fresh.len())
+    }
+
+    /// After an object member or an array item: past a `,` (`Some(true)`:
+    /// another follows) or past `close` (`Some(false)`: the container
+    /// ends); anything else is not JSON (RFC 8259 §4, §5).
+    #[inline]
+    fn after_entry(&mut self, close: u8) -> Option<bool> {
+        self.skip_ws();
+        let c = self.peek()?;
+        self.pos += 1;
+        if c == b',' {
+            Some(true)
+        } else if c == close {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     fn array(&mut self) -> Option<Node<'a>> {
@@ -912,14 +891,8 @@ impl<'a> Parser<'a> {
                 self.skip_ws();
                 let v = self.value()?;
                 self.item_scratch.push(v);
-                self.skip_ws();
-                match self.peek()? {
-                    b',' => self.pos += 1,
-                    b']' => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.after_entry(b']')? {
+                    break;
                 }
             }
         }
@@ -971,14 +944,8 @@ impl<'a> Parser<'a> {
                 self.skip_ws();
                 let value = self.value_at(true)?;
                 self.member_scratch.push(Member { key, value });
-                self.skip_ws();
-                match self.peek()? {
-                    b',' => self.pos += 1,
-                    b'}' => {
-                        self.pos += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.after_entry(b'}')? {
+                    break;
                 }
             }
         }

@@ -29,7 +29,7 @@ use super::emit::{first_special, needs_quotes_plain, special_bytes_of};
 use super::number;
 use super::parse::{Counts, KeyLiteral};
 use super::tree::Node;
-use crate::json::literal::stops;
+use crate::json::lex::{skip_ws, to_stop};
 
 /// A row [`take`] read and wrote.
 pub(super) struct Taken {
@@ -76,19 +76,19 @@ pub(super) fn take<'a>(
     // the row is whitespace.
     let mut tokens = 2 + keys.len().saturating_sub(1);
     for (j, key) in keys.iter().enumerate() {
-        p = ws(b, p);
+        p = skip_ws(b, p);
         if j > 0 {
             if b.get(p) != Some(&b',') {
                 return None;
             }
-            p = ws(b, p + 1);
+            p = skip_ws(b, p + 1);
             out.push(char::from(delim));
         }
-        p = ws(b, key.after(b, p)?);
+        p = skip_ws(b, key.after(b, p)?);
         if b.get(p) != Some(&b':') {
             return None;
         }
-        p = ws(b, p + 1);
+        p = skip_ws(b, p + 1);
         tokens += key.len() + 1;
         let value_at = p;
         match *b.get(p)? {
@@ -143,7 +143,7 @@ pub(super) fn take<'a>(
         }
         tokens += p - value_at;
     }
-    p = ws(b, p);
+    p = skip_ws(b, p);
     if b.get(p) != Some(&b'}') {
         return None;
     }
@@ -163,22 +163,6 @@ pub(super) fn take<'a>(
         escapes,
         counts,
     })
-}
-
-/// The first quote, backslash or control at or after `at` (eight bytes
-/// at a time, as `Parser::skip_to_special`).
-fn to_stop(b: &[u8], mut at: usize) -> Option<usize> {
-    while let Some(word) = b.get(at..at + 8) {
-        let flags = stops(<[u8; 8]>::try_from(word).map_or(0, u64::from_le_bytes));
-        if flags != 0 {
-            return Some(at + (flags.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let tail = b.get(at..)?;
-    tail.iter()
-        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
-        .map(|k| at + k)
 }
 
 /// `true`, `false` or `null` at `at`, written as it is.
@@ -201,14 +185,6 @@ fn word<'a, const N: usize>(
     });
     *cells.get_mut(cell)? = node;
     Some(at + N)
-}
-
-/// Past insignificant whitespace (RFC 8259 §2).
-fn ws(b: &[u8], mut at: usize) -> usize {
-    while matches!(b.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// How a number literal is written in TOON.
