@@ -19,17 +19,19 @@
 //!    query arguments (and the page tool, where paging is on);
 //! 5. each changed string is spliced back at its byte span.
 //!
-//! Trim needs an HTTP call, which only the host can make: [`start`] runs
-//! everything up to it and returns a [`Job`]. The exchange
+//! One way in and one way out. The exchange builds a [`Run`] (settings,
+//! scope, the request and its calls resolved) for each body and calls
+//! [`start`], which runs everything up to trim's HTTP call, which only the
+//! host can make, and returns a [`Job`]. The exchange
 //! ([`crate::exchange`]) hands [`Job::callout`] (if any) to the driver,
 //! which makes the call through its host, and gives the reply to
-//! [`Job::finish_keeping_original`] (the original body is kept for a host
-//! that refuses the new one). [`Job::finish`] and [`process_response`] run
-//! the rest with no page store and no endpoint: the unit tests' way in.
+//! [`Job::finish`] (the original body is kept for a host that refuses the
+//! new one). [`process_response`] runs both with no page store and no
+//! endpoint: the unit tests' way.
 //!
 //! The order is here: [`start`] (via `read`) pairs messages with calls,
 //! annotates listings, cleans, projects and plans the trim;
-//! [`Job::finish_keeping_original`] applies the trim, runs TOON and each
+//! [`Job::finish`] applies the trim, runs TOON and each
 //! block's last steps (`Job::stages`), the budget's cut and the page tool's
 //! listing entry, then splices. What a step does sits beside it: a block's
 //! own steps in `block.rs`, trim's plan and reply in `trim.rs`, listings in
@@ -71,7 +73,7 @@ use trim::TrimPlan;
 pub(crate) type Listed = (String, Vec<String>);
 
 /// A response body between [`start`] and the end of its stages
-/// ([`Job::finish_keeping_original`]).
+/// ([`Job::finish`]).
 #[derive(Debug)]
 pub(crate) struct Job {
     body: String,
@@ -98,14 +100,38 @@ pub fn process_response(
     body: &[u8],
     report: &mut Report,
 ) -> Option<Vec<u8>> {
+    let resolved = Resolved::of(settings, scope, request);
+    let run = Run {
+        settings,
+        scope,
+        request,
+        resolved: &resolved,
+    };
     // No randomness, so no trim boundaries: a trim fails open, as it does
     // here anyway without an endpoint.
-    start(settings, scope, request, body.to_vec(), report, &mut |_| {
-        false
-    })
-    .ok()?
-    .finish(settings, None, report)
-    .changed()
+    let Started::Job(job) = start(run, body.to_vec(), report, &mut |_| false) else {
+        return None;
+    };
+    finish_without_store(job, settings, None, report).changed()
+}
+
+/// [`Job::finish`] with no page store (results over a budget are cut
+/// without pages) and a fresh TOON allowance: [`process_response`]'s, and
+/// the unit tests'.
+fn finish_without_store(
+    job: Job,
+    settings: &Settings,
+    reply: Option<&stage::trim::LlmReply>,
+    report: &mut Report,
+) -> Output {
+    let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
+    let mut cx = PageContext {
+        host: &mut host,
+        owner: &crate::page::owner::Owner::default(),
+        cluster: None,
+    };
+    let mut toon = stage::toon::Allowance::per_response();
+    job.finish(settings, reply, &mut toon, &mut cx, report).0
 }
 
 /// A body after the stages: changed, or exactly as it came.
@@ -132,76 +158,111 @@ impl Output {
     }
 }
 
+/// What one response body is read against: the configuration, the
+/// stream's server scope, the request the body answers and that request's
+/// calls resolved ([`Resolved`], kept by the stream for every body that
+/// answers the request). The exchange builds one for each body.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'r> {
+    pub(crate) settings: &'r Settings,
+    pub(crate) scope: ServerScope,
+    pub(crate) request: &'r RequestInfo,
+    pub(crate) resolved: &'r Resolved,
+}
+
+/// What [`start`] made of a body.
+// Returned once per body and matched at once, as the `Result<Job, _>` it
+// replaced was: boxing the job would add an allocation per body.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Started<Back> {
+    /// Stages to finish ([`Job::finish`]), after the callout it plans if
+    /// any.
+    Job(Job),
+    /// Nothing in the body can change (the reason is recorded): an owned
+    /// body is handed back; a borrowed one was not copied (issue 14: an
+    /// event that answers none of the calls, or whose result is an error,
+    /// costs its scan and nothing more; one whose texts the scan left
+    /// unread, its scan and their decisions).
+    Unchanged(Back),
+}
+
+/// A body for [`start`]: a whole HTTP body the caller gives up
+/// (`Vec<u8>`, handed back when nothing in it can change), or an event's
+/// data the caller keeps (`&str`, copied only when something in it will).
+pub(crate) trait Body {
+    /// What [`Started::Unchanged`] hands back.
+    type Back;
+    fn start(
+        self,
+        run: Run<'_>,
+        report: &mut Report,
+        random: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> Started<Self::Back>;
+}
+
+impl Body for Vec<u8> {
+    type Back = Vec<u8>;
+    fn start(
+        self,
+        run: Run<'_>,
+        report: &mut Report,
+        random: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> Started<Vec<u8>> {
+        let body = match String::from_utf8(self) {
+            Ok(b) => b,
+            Err(e) => {
+                report.push(Decision::response(Reason::InvalidUtf8));
+                return Started::Unchanged(e.into_bytes());
+            }
+        };
+        match read(run, &body, report, random) {
+            Some(found) => Started::Job(found.into_job(body)),
+            None => Started::Unchanged(body.into_bytes()),
+        }
+    }
+}
+
+impl Body for &str {
+    type Back = ();
+    fn start(
+        self,
+        run: Run<'_>,
+        report: &mut Report,
+        random: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> Started<()> {
+        let Some(found) = read(run, self, report, random) else {
+            return Started::Unchanged(());
+        };
+        let idle = found.edits.is_empty()
+            && found.listed.is_empty()
+            && found.listings.is_empty()
+            && found.trim.is_none()
+            && found.shapes.is_empty()
+            && found.blocks.iter().all(|b| b.unread.is_some());
+        if idle {
+            // What finishing would record, and all it would do: an unread
+            // block meets no stage but TOON's refusal.
+            for refusal in found.blocks.iter().filter_map(Block::unread_refusal) {
+                report.push(refusal);
+            }
+            return Started::Unchanged(());
+        }
+        Started::Job(found.into_job(self.to_string()))
+    }
+}
+
 /// Reads the body, pairs responses with requests, cleans each block and
-/// plans the trim callout. `random` fills a buffer with random bytes (false
-/// when the host has none): the callout's boundaries. `Err` hands the body
-/// back: nothing in it can change.
-pub(crate) fn start(
-    settings: &Settings,
-    scope: ServerScope,
-    request: &RequestInfo,
-    body: Vec<u8>,
+/// plans the trim callout: the one way into the pipeline. `random` fills a
+/// buffer with random bytes (false when the host has none): the callout's
+/// boundaries.
+pub(crate) fn start<B: Body>(
+    run: Run<'_>,
+    body: B,
     report: &mut Report,
     random: &mut dyn FnMut(&mut [u8]) -> bool,
-) -> Result<Job, Vec<u8>> {
-    let resolved = Resolved::of(settings, scope, request);
-    start_resolved(settings, scope, request, &resolved, body, report, random)
-}
-
-/// [`start`] with the request's calls resolved already: a stream keeps
-/// them for every body that answers its request.
-pub(crate) fn start_resolved(
-    settings: &Settings,
-    scope: ServerScope,
-    request: &RequestInfo,
-    resolved: &Resolved,
-    body: Vec<u8>,
-    report: &mut Report,
-    random: &mut dyn FnMut(&mut [u8]) -> bool,
-) -> Result<Job, Vec<u8>> {
-    let body = match String::from_utf8(body) {
-        Ok(b) => b,
-        Err(e) => {
-            report.push(Decision::response(Reason::InvalidUtf8));
-            return Err(e.into_bytes());
-        }
-    };
-    match read(settings, scope, request, resolved, &body, report, random) {
-        Some(found) => Ok(found.into_job(body)),
-        None => Err(body.into_bytes()),
-    }
-}
-
-/// [`start`] on a body the caller keeps (an event's data): `None` when
-/// nothing in it can change or be learnt, and then the body is not copied
-/// (issue 14: an event that answers none of the calls, or whose result is
-/// an error, costs its scan and nothing more; one whose texts the scan
-/// left unread, its scan and their decisions).
-pub(crate) fn start_borrowed(
-    settings: &Settings,
-    scope: ServerScope,
-    request: &RequestInfo,
-    resolved: &Resolved,
-    body: &str,
-    report: &mut Report,
-    random: &mut dyn FnMut(&mut [u8]) -> bool,
-) -> Option<Job> {
-    let found = read(settings, scope, request, resolved, body, report, random)?;
-    let idle = found.edits.is_empty()
-        && found.listed.is_empty()
-        && found.listings.is_empty()
-        && found.trim.is_none()
-        && found.shapes.is_empty()
-        && found.blocks.iter().all(|b| b.unread.is_some());
-    if idle {
-        // What finishing would record, and all it would do: an unread
-        // block meets no stage but TOON's refusal.
-        for refusal in found.blocks.iter().filter_map(Block::unread_refusal) {
-            report.push(refusal);
-        }
-        return None;
-    }
-    Some(found.into_job(body.to_string()))
+) -> Started<B::Back> {
+    body.start(run, report, random)
 }
 
 /// What a body holds for the stages, as spans of it.
@@ -277,14 +338,17 @@ impl Resolved {
 /// The reading half of [`start`]; `None` when the body is no JSON-RPC
 /// message (recorded).
 fn read(
-    settings: &Settings,
-    scope: ServerScope,
-    request: &RequestInfo,
-    resolved: &Resolved,
+    run: Run<'_>,
     body: &str,
     report: &mut Report,
     random: &mut dyn FnMut(&mut [u8]) -> bool,
 ) -> Option<Found> {
+    let Run {
+        settings,
+        scope,
+        request,
+        resolved,
+    } = run;
     let mut edits = Edits::default();
     let mut blocks = Vec::new();
     let mut intents: Vec<Option<String>> = Vec::new();
@@ -364,40 +428,6 @@ impl Job {
         self.trim.as_ref().map(|t| &t.request)
     }
 
-    /// Applies the callout's reply (or its absence), encodes, and returns
-    /// the body to send when anything changed. Results over a budget are
-    /// cut without pages (no store, no handles).
-    pub(crate) fn finish(
-        self,
-        settings: &Settings,
-        reply: Option<&stage::trim::LlmReply>,
-        report: &mut Report,
-    ) -> Output {
-        let mut host = crate::shared::SharedMemory::with(crate::shared::Entropy::None);
-        let mut cx = PageContext {
-            host: &mut host,
-            owner: &crate::page::owner::Owner::default(),
-            cluster: None,
-        };
-        let mut toon = stage::toon::Allowance::per_response();
-        self.finish_with(settings, reply, &mut toon, &mut cx, report)
-    }
-
-    /// [`Job::finish`], drawing the TOON stage's generic-path work from
-    /// `toon` (an event stream shares one across its events) and keeping
-    /// the pages of cut results where `cx` says.
-    pub(crate) fn finish_with<H: Services + ?Sized>(
-        self,
-        settings: &Settings,
-        reply: Option<&stage::trim::LlmReply>,
-        toon: &mut stage::toon::Allowance,
-        cx: &mut PageContext<'_, H>,
-        report: &mut Report,
-    ) -> Output {
-        self.finish_keeping_original(settings, reply, toon, cx, report)
-            .0
-    }
-
     /// The trimming tools its listings showed, and which of the plugin's
     /// arguments each declares itself.
     pub(crate) fn listed(&self) -> &[Listed] {
@@ -427,9 +457,14 @@ impl Job {
         self.body.into_bytes()
     }
 
-    /// [`Job::finish_with`], handing back the original body too when a new
-    /// one replaces it: a host that refuses the new body gets the original.
-    pub(crate) fn finish_keeping_original<H: Services + ?Sized>(
+    /// Applies the callout's reply (or its absence), the stages and the
+    /// budget, and returns the body to send: the one way out of the
+    /// pipeline. The TOON stage's generic-path work is drawn from `toon`
+    /// (an event stream shares one across its events), the pages of cut
+    /// results are kept where `cx` says, and the original body comes back
+    /// too when a new one replaces it: a host that refuses the new body
+    /// sends the original.
+    pub(crate) fn finish<H: Services + ?Sized>(
         mut self,
         settings: &Settings,
         reply: Option<&stage::trim::LlmReply>,
@@ -548,16 +583,19 @@ pub fn final_items(
         ..RequestInfo::default()
     };
     let mut report = Report::default();
-    let mut job = start(
+    let resolved = Resolved::of(settings, scope, &request);
+    let run = Run {
         settings,
         scope,
-        &request,
-        message.as_bytes().to_vec(),
-        &mut report,
-        // No trim on a page rebuilt, so no trim boundaries to draw.
-        &mut |_| false,
-    )
-    .ok()?;
+        request: &request,
+        resolved: &resolved,
+    };
+    // No trim on a page rebuilt, so no trim boundaries to draw.
+    let Started::Job(mut job) = start(run, message.as_bytes().to_vec(), &mut report, &mut |_| {
+        false
+    }) else {
+        return None;
+    };
     job.trim = None;
     if job.blocks.is_empty() {
         return None;

@@ -4,7 +4,7 @@
 use super::collect::Collecting;
 use super::{Exchange, Flow, Out, Phase, Services, Step};
 use crate::outcome::Reason;
-use crate::pipeline::{self, Output};
+use crate::pipeline::{self, Output, Started};
 
 impl Exchange {
     pub(super) fn json_chunk(
@@ -68,22 +68,20 @@ impl Exchange {
         let resolved = self.resolved.get_or_insert_with(|| {
             pipeline::Resolved::of(&self.settings, self.scope, &self.request)
         });
-        let started = pipeline::start_resolved(
-            &self.settings,
-            self.scope,
-            &self.request,
+        let run = pipeline::Run {
+            settings: &self.settings,
+            scope: self.scope,
+            request: &self.request,
             resolved,
-            body,
-            &mut self.report,
-            &mut |out| sessions.random(out),
-        );
+        };
+        let started = pipeline::start(run, body, &mut self.report, &mut |out| sessions.random(out));
         let job = match started {
-            Err(_) if one_chunk => return self.unchanged_chunk(),
-            Err(b) => {
+            Started::Job(job) => job,
+            Started::Unchanged(_) if one_chunk => return self.unchanged_chunk(),
+            Started::Unchanged(b) => {
                 let (out, original) = relisted_output(Output::Unchanged(b), None, relisted);
                 return self.final_body(out, original, after);
             }
-            Ok(job) => job,
         };
         self.learn(job.listed(), sessions);
         let mut job = job;

@@ -240,7 +240,7 @@ impl Exchange {
             owner: &self.owner,
             cluster: Some(&server),
         };
-        job.finish_keeping_original(&self.settings, reply, toon, &mut cx, &mut self.report)
+        job.finish(&self.settings, reply, toon, &mut cx, &mut self.report)
     }
 
     /// The page store's figures since the driver last took them.

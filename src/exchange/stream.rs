@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use super::{Exchange, Flow, Out, Services, Step};
 use crate::callout::LlmReply;
 use crate::outcome::Reason;
-use crate::pipeline::{self, Job, Output};
+use crate::pipeline::{self, Job, Output, Started};
 use crate::report::Decision;
 use crate::sse::{Event, PassReason, SseFramer, Unit};
 use crate::stage::toon::Allowance;
@@ -312,16 +312,14 @@ impl Exchange {
         if request.calls.is_empty() {
             return EventPlan::Ready(event.into_raw(), None);
         }
-        let job = pipeline::start_borrowed(
-            &self.settings,
-            self.scope,
+        let run = pipeline::Run {
+            settings: &self.settings,
+            scope: self.scope,
             request,
             resolved,
-            data,
-            &mut self.report,
-            &mut |out| sessions.random(out),
-        );
-        let Some(job) = job else {
+        };
+        let started = pipeline::start(run, data, &mut self.report, &mut |out| sessions.random(out));
+        let Started::Job(job) = started else {
             return match relisted {
                 Some(new) => EventPlan::Ready(event.with_data(&new), Some(event.into_raw())),
                 None => EventPlan::Ready(event.into_raw(), None),

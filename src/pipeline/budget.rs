@@ -340,28 +340,32 @@ mod tests {
         let s = Settings::from_json(config).unwrap();
         let request = RequestInfo::parse(request).unwrap();
         let body = json!({"jsonrpc": "2.0", "id": 1, "result": result}).to_string();
-        let job = super::super::start(
-            &s,
-            Default::default(),
-            &request,
-            body.clone().into_bytes(),
-            report,
-            &mut |_| false,
-        )
-        .unwrap();
+        let resolved = super::super::Resolved::of(&s, Default::default(), &request);
+        let run = super::super::Run {
+            settings: &s,
+            scope: Default::default(),
+            request: &request,
+            resolved: &resolved,
+        };
+        let super::super::Started::Job(job) =
+            super::super::start(run, body.clone().into_bytes(), report, &mut |_| false)
+        else {
+            panic!("a job for {body}");
+        };
         let mut cx = PageContext {
             host,
             owner: &crate::page::owner::Owner::default(),
             cluster: Some("c"),
         };
         let out = job
-            .finish_with(
+            .finish(
                 &s,
                 None,
                 &mut crate::stage::toon::Allowance::per_response(),
                 &mut cx,
                 report,
             )
+            .0
             .into_bytes();
         serde_json::from_slice(&out).unwrap()
     }

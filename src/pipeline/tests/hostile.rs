@@ -41,7 +41,7 @@ fn trimmed(config: &str, text: &str, content: &str) -> (String, Report) {
     )
     .unwrap();
     assert!(job.callout().is_some());
-    let out = job.finish(&s, Some(&reply(content)), &mut report);
+    let out = job.finish_alone(&s, Some(&reply(content)), &mut report);
     let out = match out {
         Output::Changed(b) | Output::Unchanged(b) => b,
     };
@@ -316,7 +316,7 @@ fn giving_up_the_callout_counts_its_reason() {
     .unwrap();
     job.give_up_trim(Reason::TrimQueueFull, &mut report);
     assert!(job.callout().is_none());
-    job.finish(&s, None, &mut report);
+    job.finish_alone(&s, None, &mut report);
     assert_eq!(
         trim_outcome(&report),
         Outcome::Passthrough(Reason::TrimQueueFull)

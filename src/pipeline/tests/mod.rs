@@ -3,6 +3,72 @@ use serde_json::{json, Value};
 use super::*;
 use crate::config::StreamInfo;
 
+/// [`super::start`] on an owned body, its calls resolved here: `Err` hands
+/// the body back.
+pub(super) fn start(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    body: Vec<u8>,
+    report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
+) -> Result<Job, Vec<u8>> {
+    let resolved = Resolved::of(settings, scope, request);
+    let run = Run {
+        settings,
+        scope,
+        request,
+        resolved: &resolved,
+    };
+    match super::start(run, body, report, random) {
+        Started::Job(job) => Ok(job),
+        Started::Unchanged(body) => Err(body),
+    }
+}
+
+/// [`super::start`] on a borrowed body: `None` when it settled.
+pub(super) fn start_borrowed(
+    settings: &Settings,
+    scope: ServerScope,
+    request: &RequestInfo,
+    resolved: &Resolved,
+    body: &str,
+    report: &mut Report,
+    random: &mut dyn FnMut(&mut [u8]) -> bool,
+) -> Option<Job> {
+    let run = Run {
+        settings,
+        scope,
+        request,
+        resolved,
+    };
+    match super::start(run, body, report, random) {
+        Started::Job(job) => Some(job),
+        Started::Unchanged(()) => None,
+    }
+}
+
+/// [`super::finish_without_store`] as a method, as the tests chain it.
+pub(super) trait FinishAlone {
+    fn finish_alone(
+        self,
+        settings: &Settings,
+        reply: Option<&stage::trim::LlmReply>,
+        report: &mut Report,
+    ) -> Output;
+}
+
+impl FinishAlone for Job {
+    fn finish_alone(
+        self,
+        settings: &Settings,
+        reply: Option<&stage::trim::LlmReply>,
+        report: &mut Report,
+    ) -> Output {
+        finish_without_store(self, settings, reply, report)
+    }
+}
+
 fn table_text(n: usize) -> String {
     Value::Array(
         (0..n)
@@ -267,7 +333,7 @@ fn a_body_nothing_can_change_gives_no_job() {
             &mut owned,
             &mut |_| false,
         );
-        let out = job.map(|j| j.finish(&settings, None, &mut owned));
+        let out = job.map(|j| j.finish_alone(&settings, None, &mut owned));
         assert_eq!(out.ok().and_then(Output::changed), None, "{body}");
         assert_eq!(borrowed.decisions, owned.decisions, "{body}");
     }
@@ -282,7 +348,7 @@ fn a_body_nothing_can_change_gives_no_job() {
         &mut report,
         &mut |_| false,
     );
-    let out = job.map(|j| j.finish(&settings, None, &mut report).changed());
+    let out = job.map(|j| j.finish_alone(&settings, None, &mut report).changed());
     assert_eq!(
         out.flatten(),
         run(&settings, &request, &body).0.map(String::into_bytes)

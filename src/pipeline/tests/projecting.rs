@@ -117,7 +117,7 @@ fn agent_query_replaces_the_block_and_wins_over_trim() {
     .unwrap();
     // The query applied: no LLM callout.
     assert!(job.callout().is_none());
-    let out = job.finish(&s, None, &mut report).changed().unwrap();
+    let out = job.finish_alone(&s, None, &mut report).changed().unwrap();
     let got = value_of(&text_of(std::str::from_utf8(&out).unwrap()));
     assert_eq!(got.as_array().unwrap().len(), 20);
     assert_eq!(got[0], json!({"id": 1, "title": "issue 1"}));
@@ -142,7 +142,7 @@ fn agent_query_replaces_the_block_and_wins_over_trim() {
     )
     .unwrap();
     assert!(job.callout().is_some());
-    let _ = job.finish(&s, Some(&LlmReply::NotSent), &mut report);
+    let _ = job.finish_alone(&s, Some(&LlmReply::NotSent), &mut report);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use proptest::prelude::Rng;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::{json, Value};
 
-use super::{call_request, run, table_text};
+use super::{call_request, run, start_borrowed, table_text, FinishAlone};
 use crate::config::Settings;
 
 /// The configurations compared, each as given and with a cap that never
@@ -156,11 +156,11 @@ fn an_event_of_unread_texts_is_decided_without_a_job() {
             let body = body(&mut rng, &texts, items);
             let (out, whole) = run(&settings, &request, &body);
             let mut report = crate::report::Report::default();
-            let job = super::super::start_borrowed(
+            let job = start_borrowed(
                 &settings,
                 Default::default(),
                 &request,
-                &super::super::Resolved::of(&settings, Default::default(), &request),
+                &crate::pipeline::Resolved::of(&settings, Default::default(), &request),
                 &body,
                 &mut report,
                 &mut |_| false,
@@ -170,7 +170,7 @@ fn an_event_of_unread_texts_is_decided_without_a_job() {
                     settled += 1;
                     None
                 }
-                Some(job) => job.finish(&settings, None, &mut report).changed(),
+                Some(job) => job.finish_alone(&settings, None, &mut report).changed(),
             };
             assert_eq!(
                 out_borrowed.map(|b| String::from_utf8(b).unwrap()),

@@ -88,7 +88,7 @@ fn trims_then_encodes_the_extraction() {
         .contains(r#": "ids under 10""#));
     let extracted = table_text(25);
     let out = job
-        .finish(&s, Some(&reply(&extracted)), &mut report)
+        .finish_alone(&s, Some(&reply(&extracted)), &mut report)
         .changed()
         .unwrap();
     let text = text_of(&out, 0);
@@ -163,7 +163,7 @@ fn every_fail_open_leaves_the_cleaned_block() {
         .unwrap();
         assert!(job.callout().is_some());
         assert_eq!(
-            job.finish(&s, r.as_ref(), &mut report).changed(),
+            job.finish_alone(&s, r.as_ref(), &mut report).changed(),
             None,
             "{reason:?}"
         );
@@ -235,7 +235,7 @@ fn first_trims_content_zero_and_all_trims_every_block() {
     )
     .unwrap();
     let out = job
-        .finish(&s, Some(&reply("line 3")), &mut report)
+        .finish_alone(&s, Some(&reply("line 3")), &mut report)
         .changed()
         .unwrap();
     assert_eq!(
@@ -257,7 +257,7 @@ fn first_trims_content_zero_and_all_trims_every_block() {
     )
     .unwrap();
     let out = job
-        .finish(
+        .finish_alone(
             &all,
             Some(&reply(r#"["line 1","line 2\nline 7"]"#)),
             &mut report,
