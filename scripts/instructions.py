@@ -90,14 +90,14 @@ def split(dump: Path, requests: int) -> dict[str, float]:
 
 
 def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[dict[tuple[str, str], dict[str, float]], list[str]]:
-    import bench  # the Envoy section's bodies, listeners and floor filter
+    import cells  # the Envoy section's bodies, listeners and floor filter
 
     for tool in ("valgrind", "callgrind_control", "callgrind_annotate"):
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is missing (Debian package valgrind)")
-    bench.build_wasm("floor", "floor")
-    bodies = bench.envoy_bodies()
-    known = {r[0]: r for r in bench.request_rows(list(bodies))}
+    cells.build_wasm("floor", "floor")
+    bodies = cells.envoy_bodies()
+    known = {r[0]: r for r in cells.request_rows(list(bodies))}
     wanted = [known[row] for row in rows]
     results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="mcp-toon-instructions-") as tmp:
@@ -110,9 +110,9 @@ def measure(rows: list[str], requests: int, keep: Path | None = None) -> tuple[d
             f"--callgrind-out-file={out}",
         ]
         try:
-            listeners = [Listener(name, what if isinstance(what, dict) else {}, False) for _, name, what in bench.ENVOY_LISTENERS]
+            listeners = [Listener(name, what if isinstance(what, dict) else {}, False) for _, name, what in cells.ENVOY_LISTENERS]
             e = loadgen.start_plugin_envoy(
-                listeners, port, work, "envoy-callgrind", no_plugin=("none",), tweak=bench.floor_tweak,
+                listeners, port, work, "envoy-callgrind", no_plugin=("none",), tweak=cells.floor_tweak,
                 wrapper=wrapper, timeout=900,
             )
             pid = str(e.proc.pid)

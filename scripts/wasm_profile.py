@@ -118,19 +118,19 @@ def main() -> None:
         raise SystemExit(f"--rows: unknown {unknown}; allowed: {', '.join(ROWS)}")
     sys.path.insert(0, str(ROOT / "tests" / "e2e"))
     sys.path.insert(0, str(ROOT / "scripts"))
-    import bench
+    import cells
 
     build()
-    sizes = dict(bench.SIZES)
+    sizes = dict(cells.SIZES)
     with tempfile.TemporaryDirectory(prefix="mcp-toon-wasm-profile-") as tmp:
         work = Path(tmp)
         request = work / "request"
-        request.write_bytes(bench.tools_call())
+        request.write_bytes(cells.tools_call())
         for row in rows:
             kind, size = row.split("-", 1)
-            text = {"tabular": bench.tabular_text, "nontabular": bench.non_tabular_text, "source": bench.source_text}[kind]
+            text = {"tabular": cells.tabular_text, "nontabular": cells.non_tabular_text, "source": cells.source_text}[kind]
             response = work / f"{row}.response"
-            response.write_bytes(bench.body_of(text, sizes[size]))
+            response.write_bytes(cells.body_of(text, sizes[size]))
             # About as many bytes per row as `--exchanges` of 64 KB: small
             # bodies get more exchanges (up to 20 times as many), so each row
             # gathers enough samples.

@@ -13,7 +13,12 @@
 //! - inside both crates, this test's: every top-level module sits on a
 //!   floor ([`FLOORS`], the table ARCHITECTURE.md draws), and a `crate::`
 //!   path outside test code may only reach a lower floor. Modules that
-//!   share a floor do not know each other, so no cycle can form.
+//!   share a floor do not know each other, so no cycle can form;
+//! - inside both crates, at every depth: no module names another that, by
+//!   any way round, names it back ([`module_edges`]: every `use`, `crate::`,
+//!   `super::`, `self::` and child-module path, followed through
+//!   re-exports to the module that defines the name; a module may name its
+//!   ancestors).
 //!
 //! And a few rules finer than a floor:
 //! - only the proxy-wasm adapter (`src/adapter/`) knows proxy-wasm;
@@ -442,4 +447,325 @@ fn the_finer_rules_hold() {
     ));
 
     assert!(broken.is_empty(), "\n{}", broken.join("\n"));
+}
+
+// ---------------------------------------------------------------------
+// Inside a crate: no module names another that, by any way round, names
+// it back. A module may name its ancestors (a child is part of its
+// parent, and Rust scopes it so); every other path is an edge from the
+// module to the module that defines what the path names, followed
+// through re-exports (`pub use inner::X` in a parent leads to `inner`).
+
+/// A crate's modules outside tests: `stage::toon::fast::row` → its code
+/// (`""` for the crate's root).
+fn modules_of(source: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for path in files(source) {
+        let rel = path.strip_prefix(source).unwrap();
+        if rel.starts_with("bin") {
+            continue;
+        }
+        let text = code_outside_tests(&path);
+        if text.is_empty() {
+            continue;
+        }
+        let mut parts: Vec<String> = rel
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+            parts.pop();
+        }
+        out.insert(parts.join("::"), text);
+    }
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// The `::`-separated segments of a path's text (`a :: b::c` → a, b, c).
+fn segments(text: &str) -> Vec<String> {
+    text.split("::")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// The items of a group's inside at depth zero.
+fn split_top(group: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut from) = (0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&group[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&group[from..]);
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+/// A use tree's leaves as (path, the name it brings in).
+fn use_tree(tree: &str, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
+    let tree = tree.trim();
+    if let (Some(open), Some(close)) = (tree.find('{'), tree.rfind('}')) {
+        let mut p = prefix.to_vec();
+        p.extend(segments(&tree[..open]));
+        for item in split_top(&tree[open + 1..close]) {
+            use_tree(item, &p, out);
+        }
+        return;
+    }
+    let (path, alias) = match tree.split_once(" as ") {
+        Some((path, alias)) => (path, Some(alias.trim().to_string())),
+        None => (tree, None),
+    };
+    let mut p = prefix.to_vec();
+    p.extend(segments(path));
+    if p.last().is_some_and(|s| s == "self") {
+        p.pop();
+    }
+    if let Some(name) = alias.or_else(|| p.last().cloned()) {
+        out.push((p, name));
+    }
+}
+
+/// Every `use` declaration's leaves in a module's code.
+fn uses(text: &str) -> Vec<(Vec<String>, String)> {
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("use ") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| !(c.is_whitespace() || c == ')' || c == '{' || c == ';')) {
+            continue;
+        }
+        let rest = &text[at + 4..];
+        let Some(end) = rest.find(';') else { continue };
+        use_tree(&rest[..end], &[], &mut out);
+    }
+    out
+}
+
+/// Paths outside `use` that start with `crate::`, `super::` or `self::`,
+/// or with a child module's name.
+fn paths(text: &str, children: &[&str]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let starts = ["crate", "super", "self"];
+    for start in starts.iter().chain(children) {
+        let needle = format!("{start}::");
+        for (at, _) in text.match_indices(&needle) {
+            let before = &text[..at];
+            if before.ends_with("::") || before.chars().next_back().is_some_and(is_ident) {
+                continue;
+            }
+            let path: String = text[at..]
+                .chars()
+                .take_while(|c| is_ident(*c) || *c == ':')
+                .collect();
+            out.push(segments(&path));
+        }
+    }
+    out
+}
+
+fn parent(module: &str) -> String {
+    module
+        .rsplit_once("::")
+        .map_or(String::new(), |(p, _)| p.into())
+}
+
+fn join(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.into()
+    } else {
+        format!("{base}::{name}")
+    }
+}
+
+/// The module that defines what `path` names, seen from `from`: None for a
+/// path that leaves the crate (`std::`, another crate, the core's modules
+/// re-exported in the engine) or names nothing of it.
+fn target(
+    modules: &BTreeMap<String, String>,
+    imports: &BTreeMap<String, Vec<(Vec<String>, String)>>,
+    from: &str,
+    path: &[String],
+    depth: usize,
+) -> Option<String> {
+    let (first, rest) = path.split_first()?;
+    let mut at = match first.as_str() {
+        "crate" => String::new(),
+        "self" => from.to_string(),
+        "super" => parent(from),
+        name if modules.contains_key(&join(from, name)) => join(from, name),
+        _ => return None,
+    };
+    let mut rest = rest.iter().peekable();
+    while rest.peek().is_some_and(|s| *s == "super") {
+        rest.next();
+        at = parent(&at);
+    }
+    for seg in rest {
+        let inner = join(&at, seg);
+        if modules.contains_key(&inner) {
+            at = inner;
+            continue;
+        }
+        // An item: where `at` brings it in from, if it does.
+        let brought = imports
+            .get(&at)
+            .and_then(|uses| uses.iter().find(|(_, name)| name == seg));
+        if let (Some((path, _)), true) = (brought, depth < 8) {
+            if let Some(t) = target(modules, imports, &at, path, depth + 1) {
+                return Some(t);
+            }
+        }
+        break;
+    }
+    (at.is_empty() || modules.contains_key(&at)).then_some(at)
+}
+
+/// Each module's edges to the modules it depends on, ancestors left out.
+fn module_edges(modules: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let imports: BTreeMap<String, Vec<(Vec<String>, String)>> = modules
+        .iter()
+        .map(|(m, text)| (m.clone(), uses(text)))
+        .collect();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, text) in modules {
+        let prefix = join(m, "");
+        let children: Vec<&str> = modules
+            .keys()
+            .filter_map(|k| k.strip_prefix(prefix.as_str()))
+            .filter(|k| !m.is_empty() || !k.is_empty())
+            .filter(|k| !k.contains("::") && !k.is_empty())
+            .collect();
+        let all = imports[m]
+            .iter()
+            .map(|(p, _)| p.clone())
+            .chain(paths(text, &children));
+        let edges = out.entry(m.clone()).or_default();
+        for p in all {
+            let Some(t) = target(modules, &imports, m, &p, 0) else {
+                continue;
+            };
+            let ancestor = t.is_empty() || m.starts_with(&format!("{t}::"));
+            if t != *m && !ancestor {
+                edges.insert(t);
+            }
+        }
+    }
+    out
+}
+
+/// The modules that lie on a cycle, each cycle's members together.
+fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
+    let reach = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(m) = todo.pop() {
+            for next in edges.get(&m).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        edges.keys().map(|m| (m, reach(m))).collect();
+    let mut out: Vec<BTreeSet<String>> = Vec::new();
+    for (m, from_m) in &reached {
+        if !from_m.contains(*m) || out.iter().any(|c| c.contains(*m)) {
+            continue;
+        }
+        let members = from_m
+            .iter()
+            .filter(|o| reached.get(o).is_some_and(|r| r.contains(*m)))
+            .cloned()
+            .collect();
+        out.push(members);
+    }
+    out
+}
+
+#[test]
+fn no_module_names_itself_back() {
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for source in sources() {
+        let modules = modules_of(&source);
+        let edges = module_edges(&modules);
+        checked += edges.values().map(BTreeSet::len).sum::<usize>();
+        for cycle in cycles(&edges) {
+            let ties: Vec<String> = cycle
+                .iter()
+                .flat_map(|m| {
+                    edges[m]
+                        .iter()
+                        .filter(|t| cycle.contains(*t))
+                        .map(move |t| format!("{m} -> {t}"))
+                })
+                .collect();
+            broken.push(format!("{}: {}", shown(&source), ties.join(", ")));
+        }
+    }
+    // The walk reads real edges: hundreds of them across the two crates.
+    assert!(checked > 300, "only {checked} edges read");
+    assert!(broken.is_empty(), "\n{}", broken.join("\n"));
+}
+
+/// A planted cycle is found, also when a parent's re-export hides it, and
+/// a child naming its parent is no cycle.
+#[test]
+fn a_planted_module_cycle_is_reported() {
+    let planted = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(m, t)| (m.to_string(), t.to_string()))
+            .collect()
+    };
+    let direct = planted(&[
+        ("", "mod a;"),
+        ("a", "mod b; mod c; pub(crate) struct Base;"),
+        (
+            "a::b",
+            "use super::c::{self, C};\nuse super::Base;\npub struct B;",
+        ),
+        ("a::c", "pub struct C; fn f() { crate::a::b::B }"),
+    ]);
+    let edges = module_edges(&direct);
+    assert_eq!(edges["a::b"], BTreeSet::from(["a::c".to_string()]));
+    assert_eq!(cycles(&edges).len(), 1);
+
+    let hidden = planted(&[
+        ("", "mod a;"),
+        (
+            "a",
+            "mod b; mod c;\npub(crate) use b::{B as Renamed, self};",
+        ),
+        ("a::b", "pub struct B; fn f() { c::C }\nuse super::c;"),
+        ("a::c", "pub struct C; fn f() -> super::Renamed { todo!() }"),
+    ]);
+    let edges = module_edges(&hidden);
+    assert!(edges["a::c"].contains("a::b"), "{edges:?}");
+    assert_eq!(cycles(&edges).len(), 1, "{edges:?}");
+
+    let tree = planted(&[
+        ("", "mod a;"),
+        ("a", "mod b; pub use b::B; pub struct A;"),
+        (
+            "a::b",
+            "use super::A; use crate::a::A as Again; pub struct B;",
+        ),
+    ]);
+    assert!(cycles(&module_edges(&tree)).is_empty());
 }

@@ -3,6 +3,7 @@
 //! happens past it — the stream is not read further, and what it held goes
 //! on as it came (`vm_memory_budget`).
 
+use super::growth::grown;
 use super::{Direction, Exchange, Phase, Step};
 use crate::outcome::Reason;
 
@@ -81,17 +82,5 @@ impl Exchange {
         // Held headers go out with the server's own length.
         step.content_length = self.final_length(None);
         step
-    }
-}
-
-/// The capacity of a vector of `len` bytes in `capacity` once `more` are
-/// pushed: it doubles when it must grow (`Vec`'s amortised growth), or
-/// takes what is needed when that is more.
-pub(super) fn grown(capacity: usize, len: usize, more: usize) -> usize {
-    let need = len.saturating_add(more);
-    if need <= capacity {
-        capacity
-    } else {
-        need.max(capacity.saturating_mul(2))
     }
 }

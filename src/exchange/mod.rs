@@ -16,6 +16,7 @@
 
 mod collect;
 mod declared;
+mod growth;
 mod json;
 mod listings;
 mod memory;

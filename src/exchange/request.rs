@@ -136,7 +136,7 @@ impl Exchange {
         let swallowed = holds && !self.request_body.bytes.is_empty();
         let max = self.settings.max_body_bytes;
         let body = &self.request_body.bytes;
-        if self.memory().saturating_add(super::memory::grown(
+        if self.memory().saturating_add(super::growth::grown(
             body.capacity(),
             body.len(),
             chunk.len(),

@@ -80,7 +80,7 @@ impl SseState {
     /// complete events among them wait in the queue.
     pub(super) fn growth(&self, more: usize) -> usize {
         let (cap, len) = (self.framer.held_capacity(), self.framer.held_bytes());
-        (super::memory::grown(cap, len, more) - cap).saturating_add(more)
+        (super::growth::grown(cap, len, more) - cap).saturating_add(more)
     }
 
     pub(super) fn waiting(&self) -> bool {

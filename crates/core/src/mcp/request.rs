@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use crate::config::Limits;
 use crate::outcome::Reason;
 
 /// One request (not a notification: those have no id and no response).
@@ -107,37 +106,6 @@ impl<'a> CallIndex<'a> {
 }
 
 impl RequestInfo {
-    /// Parses a JSON-RPC request body; `None` when it is not one.
-    pub fn parse(body: &[u8]) -> Option<RequestInfo> {
-        Self::parse_with_intent(body, None)
-    }
-
-    /// Like [`RequestInfo::parse`], also reading each call's declared intent
-    /// from the argument named `intent_argument`.
-    pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
-        Self::parse_declared(
-            body,
-            Declared {
-                intent: intent_argument,
-                query: None,
-            },
-        )
-    }
-
-    /// Like [`RequestInfo::parse`], also reading each call's declared
-    /// intent and query from the arguments `declared` names.
-    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
-        Self::read(body, declared, &Limits::NONE)
-    }
-
-    /// Like [`RequestInfo::parse_declared`], following only the calls whose
-    /// id and tool name are within `limits`.
-    pub fn read(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
-        let text = std::str::from_utf8(body).ok()?;
-        // One pass over the body (`mcp::scan`).
-        super::scan::request(text, declared, limits)
-    }
-
     /// The calls by id, for answering many lookups: a batch of `n`
     /// responses to a batch of `n` calls would cost `n²` comparisons with
     /// [`RequestInfo::call`], and so would building the index again for
@@ -170,7 +138,8 @@ impl RequestInfo {
 }
 
 /// [`RequestInfo::read`] by serde_json, reading each level again: the
-/// reference the scanner is compared with (with the same [`Limits`]).
+/// reference the scanner is compared with (with the same
+/// [`crate::config::Limits`]).
 #[cfg(test)]
 pub(crate) mod by_serde {
     use std::borrow::Cow;
@@ -307,6 +276,7 @@ pub(crate) mod by_serde {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Limits;
 
     #[test]
     fn single_call_with_tool() {

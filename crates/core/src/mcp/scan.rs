@@ -28,7 +28,8 @@ mod request;
 mod response;
 mod skim;
 
-pub(crate) use request::request;
+#[cfg(test)]
+use request::request;
 pub use response::{response, response_reading, Item, Scanned, Text, ToolShape};
 
 /// How much of each text item's literal a response scan reads: every

@@ -27,6 +27,41 @@ use crate::config::Limits;
 use crate::mcp::{id_key, query_not_a_string, Call, Declared, RequestInfo, TOOLS_CALL};
 use crate::outcome::Reason;
 
+/// A request body's constructors: the model (`mcp::request`) is built
+/// by this reader and does not name it.
+impl RequestInfo {
+    /// Parses a JSON-RPC request body; `None` when it is not one.
+    pub fn parse(body: &[u8]) -> Option<RequestInfo> {
+        Self::parse_with_intent(body, None)
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared intent
+    /// from the argument named `intent_argument`.
+    pub fn parse_with_intent(body: &[u8], intent_argument: Option<&str>) -> Option<RequestInfo> {
+        Self::parse_declared(
+            body,
+            Declared {
+                intent: intent_argument,
+                query: None,
+            },
+        )
+    }
+
+    /// Like [`RequestInfo::parse`], also reading each call's declared
+    /// intent and query from the arguments `declared` names.
+    pub fn parse_declared(body: &[u8], declared: Declared<'_>) -> Option<RequestInfo> {
+        Self::read(body, declared, &Limits::NONE)
+    }
+
+    /// Like [`RequestInfo::parse_declared`], following only the calls whose
+    /// id and tool name are within `limits`.
+    pub fn read(body: &[u8], declared: Declared<'_>, limits: &Limits) -> Option<RequestInfo> {
+        let text = std::str::from_utf8(body).ok()?;
+        // One pass over the body (`mcp::scan`).
+        request(text, declared, limits)
+    }
+}
+
 /// The calls of a request body (notifications, with no id, and messages
 /// with no method are skipped; calls past `limits` are counted in
 /// `skipped`), or `None` when it is not one JSON object or an array of

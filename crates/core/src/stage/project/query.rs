@@ -26,6 +26,7 @@
 mod cost;
 mod eval;
 mod functions;
+mod machine;
 mod meter;
 mod value;
 
@@ -44,7 +45,6 @@ use crate::config::QueryBudget;
 use crate::json::{self, StrictError, NUMBER_TOKEN};
 use crate::mcp::QUERY_NOT_A_STRING;
 use crate::outcome::Reason;
-use eval::Eval;
 use meter::{Fault, Meter};
 use value::{write_json, Capped};
 
@@ -177,7 +177,7 @@ impl Query {
             Err(r) => return (Err(r), Spent::default()),
         };
         let meter = Meter::new(budget.work(text.len()), budget.memory(text.len()));
-        let mut ev = Eval::new(meter, Context::new(&self.text, &functions::NO_FUNCTIONS));
+        let mut ev = eval::evaluator(meter, Context::new(&self.text, &functions::NO_FUNCTIONS));
         let out = ev.eval(&data, &self.ast);
         let m = &ev.meter;
         let spent = Spent {

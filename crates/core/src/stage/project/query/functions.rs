@@ -24,7 +24,7 @@ use jmespath::ast::Ast;
 use jmespath::functions::{ArgumentType, Function, Signature};
 use jmespath::{Context, ErrorReason, Rcvar, Runtime, RuntimeError, Variable};
 
-use super::eval::Eval;
+use super::machine::Eval;
 use super::meter::{scan, Fault, ENTRY, SLOT, VALUE};
 use super::value::{self, equal, number_len, write_json, Key, Metered};
 

@@ -525,7 +525,7 @@ proptest! {
     fn the_evaluator_answers_as_the_crate(q in expression(), v in data()) {
         if let Ok(query) = Query::parse_unbounded(&q, 4096) {
             let data = Rc::new(variable(v));
-            let mut ev = Eval::new(Meter::new(u64::MAX, u64::MAX), Context::new(&query.text, &functions::NO_FUNCTIONS));
+            let mut ev = eval::evaluator(Meter::new(u64::MAX, u64::MAX), Context::new(&query.text, &functions::NO_FUNCTIONS));
             let ours = ev.eval(&data, &query.ast);
             let mut ctx = Context::new(&query.text, &functions::REFERENCE);
             let theirs = jmespath::interpret(&data, &query.ast, &mut ctx);

@@ -15,7 +15,7 @@ use toon_format::types::EncodeOptions;
 
 use super::decode;
 use super::emit::push_primitive;
-use super::parse::KeyLiteral;
+use super::key::KeyLiteral;
 use super::row::{self, Taken};
 use super::tree::{Member, Node};
 

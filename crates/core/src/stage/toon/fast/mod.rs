@@ -40,8 +40,10 @@
 //! refusals — over the spec fixtures and generated documents.
 
 mod check;
+mod counts;
 mod decode;
 mod emit;
+mod key;
 mod lines;
 mod number;
 
@@ -76,7 +78,7 @@ pub(super) enum Fast {
 ///
 /// `sizes: None` measures the text as its compact form (RFC 8259 §2: the
 /// text without the whitespace between its tokens), from what the parse
-/// counted as it read the text ([`parse::Counts`]); the size checks then
+/// counted as it read the text ([`counts::Counts`]); the size checks then
 /// come last, `min_bytes` first among them, and a text the parse did not
 /// read whole is `Fallback`.
 pub(super) fn encode(text: &str, sizes: Option<Sizes>, s: &ToonSettings) -> Fast {

@@ -15,6 +15,8 @@
 use indexmap::IndexMap;
 use std::borrow::Cow;
 
+use super::counts::Counts;
+use super::key::KeyLiteral;
 use super::lines::Rows;
 use super::tree::{key_eq, Doc, Member, Node, Table};
 
@@ -29,43 +31,6 @@ pub(super) fn may_stop(word: u64) -> bool {
 
 /// How many distinct key lists the duplicate check remembers.
 const RECENT: usize = 8;
-
-/// What a text holds besides the tokens its compact form keeps, counted
-/// as it is read: the whitespace between tokens (RFC 8259 §2), which
-/// compaction takes out, and the quotes and backslashes, which the compact
-/// text's JSON string literal escapes (a valid text has no other byte a
-/// literal escapes once its layout is gone, §7). A text read whole gives
-/// its compact form's sizes without a pass of their own
-/// ([`Counts::sizes`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Counts {
-    pub(crate) spaces: usize,
-    pub(crate) quoted: usize,
-    /// A `\u` escape of a character other than a control was read: how
-    /// compaction spells one is its own business, so the sizes are not
-    /// known.
-    pub(crate) respelled: bool,
-}
-
-impl Counts {
-    pub(super) fn add(&mut self, other: Counts) {
-        self.spaces += other.spaces;
-        self.quoted += other.quoted;
-        self.respelled |= other.respelled;
-    }
-
-    /// The compact form's sizes, for the whole of `text` read.
-    pub(super) fn sizes(&self, text: &str) -> Option<super::Sizes> {
-        if self.respelled {
-            return None;
-        }
-        let len = text.len().checked_sub(self.spaces)?;
-        Some(super::Sizes {
-            len,
-            wire: 2 + len + self.quoted,
-        })
-    }
-}
 
 /// Parses exactly one JSON value surrounded by optional whitespace.
 #[cfg(test)]
@@ -238,73 +203,6 @@ impl<'a> Cursor<'a> {
             }
         }
     }
-}
-
-/// A table key's literal `"key"` (no escape in it), held as two
-/// little-endian words and their masks when it fits in sixteen bytes: a
-/// row's key is then confirmed by two word comparisons rather than a call
-/// that compares bytes, once per cell of every row.
-pub(super) struct KeyLiteral<'a> {
-    key: &'a str,
-    words: Option<([u64; 2], [u64; 2])>,
-}
-
-impl<'a> KeyLiteral<'a> {
-    pub(super) fn new(key: &'a str) -> Self {
-        let len = key.len() + 2;
-        let words = (len <= 16).then(|| {
-            let mut bytes = [0u8; 16];
-            for (slot, b) in bytes.iter_mut().zip(
-                std::iter::once(b'"')
-                    .chain(key.bytes())
-                    .chain(std::iter::once(b'"')),
-            ) {
-                *slot = b;
-            }
-            let (lo, hi) = bytes.split_at(8);
-            // The low `n` bytes of a word.
-            let mask = |n: usize| match n {
-                0 => 0,
-                8.. => u64::MAX,
-                n => (1u64 << (8 * n)) - 1,
-            };
-            (
-                [le_word(lo), le_word(hi)],
-                [mask(len.min(8)), mask(len.saturating_sub(8))],
-            )
-        });
-        Self { key, words }
-    }
-}
-
-impl KeyLiteral<'_> {
-    /// Bytes of the key's literal, quotes included.
-    pub(super) fn len(&self) -> usize {
-        self.key.len() + 2
-    }
-
-    /// Where the text goes on after this key's literal, when `b` holds it
-    /// at `at`.
-    pub(super) fn after(&self, b: &[u8], at: usize) -> Option<usize> {
-        let end = at + self.key.len() + 2;
-        let same = match (&self.words, b.get(at..at + 16)) {
-            (Some((words, masks)), Some(next)) => {
-                let (lo, hi) = next.split_at(8);
-                le_word(lo) & masks[0] == words[0] && le_word(hi) & masks[1] == words[1]
-            }
-            _ => {
-                b.get(at) == Some(&b'"')
-                    && b.get(at + 1..end - 1) == Some(self.key.as_bytes())
-                    && b.get(end - 1) == Some(&b'"')
-            }
-        };
-        same.then_some(end)
-    }
-}
-
-/// Eight bytes as a little-endian word (0 for any other length).
-fn le_word(b: &[u8]) -> u64 {
-    <[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes)
 }
 
 struct Parser<'a> {

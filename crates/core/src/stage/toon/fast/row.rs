@@ -25,9 +25,10 @@
 
 use std::borrow::Cow;
 
+use super::counts::Counts;
 use super::emit::{first_special, needs_quotes_plain, special_bytes_of};
+use super::key::KeyLiteral;
 use super::number;
-use super::parse::{Counts, KeyLiteral};
 use super::tree::Node;
 use crate::json::lex::{skip_ws, to_stop};
 
@@ -39,7 +40,7 @@ pub(super) struct Taken {
     /// string literal (a quoted cell's quotes, a tab delimiter).
     pub(crate) escapes: usize,
     /// What the row's text holds besides its tokens, for a caller that
-    /// measures the text as its compact form ([`super::parse::Counts`]).
+    /// measures the text as its compact form ([`super::counts::Counts`]).
     pub(crate) counts: Counts,
 }
 

@@ -33,8 +33,9 @@ use toon_format::types::{Delimiter, EncodeOptions, Indent};
 
 use super::decode;
 use super::emit::{push_key, push_primitive};
+use super::key::KeyLiteral;
 use super::number;
-use super::parse::{Cursor, KeyLiteral};
+use super::parse::Cursor;
 use super::row;
 use super::tree::{key_eq, Member, Node};
 use super::{Emission, Sizes};
@@ -63,7 +64,7 @@ pub(super) enum Streamed {
 /// the marker line for [`Header::Marker`].
 ///
 /// `sizes: None` measures the text as its compact form, from what the
-/// cursor and the rows counted as they were read ([`super::parse::Counts`]).
+/// cursor and the rows counted as they were read ([`super::counts::Counts`]).
 pub(super) fn encode(
     text: &str,
     sizes: Option<Sizes>,
