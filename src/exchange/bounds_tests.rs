@@ -407,7 +407,13 @@ fn a_tool_that_declares_the_query_argument_keeps_it() {
         json!({"jmespath": "items[].name"}),
         "`search` declares jmespath: the argument is its own"
     );
-    let queries: Vec<_> = e.request.calls.iter().map(|c| c.query.as_deref()).collect();
+    let queries: Vec<_> = e
+        .request
+        .info
+        .calls
+        .iter()
+        .map(|c| c.query.as_deref())
+        .collect();
     assert_eq!(queries, vec![Some("[].id"), None]);
 }
 

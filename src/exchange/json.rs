@@ -13,20 +13,20 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn Services,
     ) -> Step {
-        let kept = !self.response_body.bytes.is_empty();
+        let kept = !self.response.body.bytes.is_empty();
         // A tool with a budget may be held past `max_body_bytes`.
-        let max = self.limit;
-        match self.response_body.push(chunk, end_of_stream, max) {
+        let max = self.response.limit;
+        match self.response.body.push(chunk, end_of_stream, max) {
             // Continue on an emptied buffer: a paused body makes Envoy hold
             // the final replacement against its buffer limit. Held headers
             // must pause.
-            Collecting::Open => Step::swallow(if self.hold_headers {
+            Collecting::Open => Step::swallow(if self.response.hold_headers {
                 Flow::Pause
             } else {
                 Flow::Continue
             }),
             Collecting::TooLarge | Collecting::NotOneValue => {
-                let reason = if self.response_body.seen > max {
+                let reason = if self.response.body.seen > max {
                     Reason::ResponseTooLarge
                 } else {
                     Reason::MalformedResponse
@@ -34,7 +34,7 @@ impl Exchange {
                 // What was taken out goes back in front of this chunk,
                 // unchanged.
                 self.pass_response(reason);
-                let body = self.response_body.take_with(chunk);
+                let body = self.response.body.take_with(chunk);
                 let mut step = if kept {
                     Step::send(body)
                 } else {
@@ -65,13 +65,13 @@ impl Exchange {
             .listing_response(&body, sessions)
             .map(|new| std::mem::replace(&mut body, new));
         let one_chunk = one_chunk && relisted.is_none();
-        let resolved = self.resolved.get_or_insert_with(|| {
-            pipeline::Resolved::of(&self.settings, self.scope, &self.request)
+        let resolved = self.request.resolved.get_or_insert_with(|| {
+            pipeline::Resolved::of(&self.settings, self.scope, &self.request.info)
         });
         let run = pipeline::Run {
             settings: &self.settings,
             scope: self.scope,
-            request: &self.request,
+            request: &self.request.info,
             resolved,
         };
         let started = pipeline::start(run, body, &mut self.report, &mut |out| sessions.random(out));
@@ -96,7 +96,7 @@ impl Exchange {
         match job.callout().cloned() {
             // Everything waits for the reply, which sends the body.
             Some(request) => {
-                self.job = Some((job, after));
+                self.response.job = Some((job, after));
                 Step::swallow(Flow::Pause).with_callout(request)
             }
             None => match self.finish_job(job, None, sessions) {
@@ -143,11 +143,11 @@ impl Exchange {
     /// `sent` bytes now (none: the server's length stands), then what the
     /// server has still to send.
     pub(super) fn final_length(&self, sent: Option<usize>) -> Option<usize> {
-        if !self.hold_headers {
+        if !self.response.hold_headers {
             return None;
         }
-        let announced = self.response_length?;
-        let remaining = announced.saturating_sub(self.response_body.seen);
+        let announced = self.response.length?;
+        let remaining = announced.saturating_sub(self.response.body.seen);
         Some(sent.map_or(announced, |n| n.saturating_add(remaining)))
     }
 }

@@ -191,14 +191,14 @@ impl Exchange {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("mcp-protocol-version"))
             .map(|(_, v)| v.as_str());
-        self.listing = ListingState {
+        self.request.listing = ListingState {
             on: true,
             accept: head.accept.map(str::to_string),
             modern: crate::page::is_modern(version),
             named: head.mcp_name.is_some(),
             cursor: false,
         };
-        self.hold_request = true;
+        self.page.hold_request = true;
         true
     }
 
@@ -237,10 +237,10 @@ impl Exchange {
         rest: &[u8],
         sessions: &mut dyn Services,
     ) -> Option<Step> {
-        if !BUILT || !self.listing.on {
+        if !BUILT || !self.request.listing.on {
             return None;
         }
-        self.listing.cursor = has_cursor(body);
+        self.request.listing.cursor = has_cursor(body);
         let settings = Arc::clone(&self.settings);
         let s = &settings.listings;
         let policy = settings.listing_policy(self.scope);
@@ -256,7 +256,7 @@ impl Exchange {
         };
         let missing = "This gateway does not hold this server's tool list any more (it expired, or the list was fetched through another gateway): list the tools again (tools/list), then retry with the names it shows.";
         match call.called {
-            Called::Call if disclose && !self.request_body_fixed => {
+            Called::Call if disclose && !self.request.body_fixed => {
                 let (new, tool) = match listing::rewrite_call(body, names) {
                     Rewrite::Pass => return None,
                     Rewrite::Refused(why) => {
@@ -289,7 +289,7 @@ impl Exchange {
                     },
                     Flow::Continue,
                 );
-                if self.listing.named {
+                if self.request.listing.named {
                     // MCP 2026-07-28 (SEP-2243): a server refuses a request
                     // whose `Mcp-Name` is not the body's tool.
                     step.request_header = Some(("mcp-name", tool));
@@ -373,9 +373,9 @@ impl Exchange {
         held: Vec<u8>,
     ) -> Step {
         self.phase = Phase::Done;
-        let modern = call.modern || self.listing.modern;
+        let modern = call.modern || self.request.listing.modern;
         let message = tool_result(&call.id, &[text], is_error, modern);
-        let framing = Framing::for_accept(self.listing.accept.as_deref());
+        let framing = Framing::for_accept(self.request.listing.accept.as_deref());
         let out = Out::Bytes {
             bytes: Vec::new(),
             original: Some(held),
@@ -428,11 +428,12 @@ impl Exchange {
         body: &[u8],
         sessions: &mut dyn Services,
     ) -> Option<Vec<u8>> {
-        if !BUILT || !self.listing.on || self.legacy {
+        if !BUILT || !self.request.listing.on || self.legacy.get_stream {
             return None;
         }
         let ids: Vec<String> = self
             .request
+            .info
             .calls
             .iter()
             .filter(|c| c.method == mcp::TOOLS_LIST)
@@ -485,8 +486,8 @@ impl Exchange {
         // A later page adds to the list its first page began; a first page
         // begins it again, whatever is kept (CAS 0: overwritten).
         let (mut catalog, cas) = match load(sessions, &key, limits(s), now) {
-            Some((Some(k), cas)) if self.listing.cursor && !k.complete => (k.catalog, cas),
-            Some((_, cas)) if self.listing.cursor => (Catalog::default(), cas),
+            Some((Some(k), cas)) if self.request.listing.cursor && !k.complete => (k.catalog, cas),
+            Some((_, cas)) if self.request.listing.cursor => (Catalog::default(), cas),
             _ => (Catalog::default(), 0),
         };
         if let Err(refusal) = catalog.add_page(result, limits(s)) {

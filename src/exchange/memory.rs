@@ -23,22 +23,24 @@ impl Exchange {
     /// length counts whole from its headers: it is collected into one
     /// buffer of that size.
     pub(crate) fn memory(&self) -> usize {
-        let body = &self.response_body;
+        let body = &self.response.body;
         let announced = match self.phase {
             Phase::Buffering => body.announced().unwrap_or(0),
             _ => 0,
         };
         let collected = body.bytes.capacity().max(announced);
         let stream = self
+            .response
             .stream
             .as_ref()
             .map_or(0, super::stream::SseState::memory);
-        let job = self.job.as_ref().map_or(0, |(j, after)| {
+        let job = self.response.job.as_ref().map_or(0, |(j, after)| {
             j.body_len()
                 .saturating_mul(crate::config::VM_WORK_FACTOR)
                 .saturating_add(after.capacity())
         });
-        self.request_body
+        self.request
+            .body
             .bytes
             .capacity()
             .saturating_add(collected)
@@ -58,12 +60,12 @@ impl Exchange {
     /// sized for it already), and an event stream's chunk waits in its
     /// framer and queue.
     pub(super) fn over_room(&self, more: usize) -> bool {
-        let body = &self.response_body.bytes;
-        let grows = match (&self.job, self.phase) {
+        let body = &self.response.body.bytes;
+        let grows = match (&self.response.job, self.phase) {
             (Some((_, after)), _) => grown(after.capacity(), after.len(), more) - after.capacity(),
-            (None, Phase::Buffering) if self.response_body.announced().is_some() => 0,
+            (None, Phase::Buffering) if self.response.body.announced().is_some() => 0,
             (None, Phase::Buffering) => grown(body.capacity(), body.len(), more) - body.capacity(),
-            (None, _) => self.stream.as_ref().map_or(0, |s| s.growth(more)),
+            (None, _) => self.response.stream.as_ref().map_or(0, |s| s.growth(more)),
         };
         self.memory().saturating_add(grows) > self.room
     }

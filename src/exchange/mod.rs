@@ -23,6 +23,7 @@ mod memory;
 mod paging;
 mod record;
 mod request;
+mod response;
 mod session;
 mod stream;
 
@@ -32,19 +33,15 @@ pub use crate::media::is_media;
 #[cfg(test)]
 pub use crate::media::media_type;
 pub use crate::shared::{NoServices, Services, Unstored};
-use collect::Collected;
 pub(crate) use paging::reissue::UpstreamReply;
 pub use paging::serve;
 
 use crate::callout::{LlmReply, LlmRequest};
 use crate::config::{ServerScope, Settings, StreamInfo};
 use crate::host::Direction;
-use crate::mcp::RequestInfo;
 use crate::outcome::Reason;
 use crate::page::LocalReply;
-use crate::pipeline::Job;
 use crate::report::{Decision, Report};
-use paging::reissue::Reissue;
 
 /// Most decisions a stream's record keeps; older ones are counted in
 /// metrics, then only their number stays (`omitted` in the record).
@@ -235,63 +232,22 @@ enum Phase {
     Done,
 }
 
-/// Per-stream state.
+/// Per-stream state: what the stream is (its settings, scope, phase, the
+/// host's facts, the owner of its pages, its record and its share of the
+/// VM's memory), and four parts, each with its own file: the request side
+/// ([`request::RequestSide`]), the response side ([`response::ResponseSide`]),
+/// a page call ([`paging::PageCall`]) and the 2024-11-05 session
+/// ([`session::Legacy`]).
 #[derive(Debug)]
 pub struct Exchange {
     settings: Arc<Settings>,
     scope: ServerScope,
     phase: Phase,
-    request: RequestInfo,
-    /// The request's calls with their policies, resolved at the first
-    /// response body that needs them (`pipeline::Resolved`).
-    resolved: Option<crate::pipeline::Resolved>,
-    /// The 2024-11-05 GET event stream: requests come from other streams.
-    legacy: bool,
-    /// The 2024-11-05 session: from a POST's query, or a GET stream's
-    /// `endpoint` event.
-    session: Option<String>,
-    /// A 2024-11-05 POST's calls, recorded once the server accepts it.
-    legacy_pending: Vec<session::Record>,
-    /// The request body while it is read.
-    request_body: Collected,
-    /// The JSON response body while it is collected.
-    response_body: Collected,
-    /// The request's `content-length` stays: its body is never rewritten.
-    request_body_fixed: bool,
-    /// Response headers are paused until the body is done.
-    hold_headers: bool,
-    /// Decided before the response: its headers carry the summary (with
-    /// `hold_headers`, as a read response's would).
-    summary_at_headers: bool,
-    /// The response's `content-length`, when it announced one.
-    response_length: Option<usize>,
-    /// A JSON body waiting for its callout, and the bytes that came after
-    /// its value meanwhile.
-    job: Option<(Job, Vec<u8>)>,
-    stream: Option<stream::SseState>,
-    report: Report,
     /// What the host knows of the stream: route, cluster, authority.
     stream_info: StreamInfo,
     /// Whom the stream's pages belong to ([`crate::page::owner`]).
     owner: crate::page::owner::Owner,
-    /// Paging on: the request headers wait for the body.
-    hold_request: bool,
-    /// The request is a page call the plugin answers: nothing of it goes
-    /// on to the server, whatever happens.
-    page_call: bool,
-    /// A re-issue mark that did not verify: removed from the request.
-    remove_mark: bool,
-    /// A page call's `:path`, `accept` and headers, for its reply or a
-    /// re-issued call.
-    path: String,
-    accept: Option<String>,
-    request_headers: Vec<(String, String)>,
-    /// A page call waiting for the tool to be called again.
-    reissue: Option<Box<Reissue>>,
-    /// Most response bytes held ([`Exchange::response_limit`]).
-    limit: usize,
-    /// What `listings` keeps of the request.
-    listing: listings::ListingState,
+    report: Report,
     /// Whether the stream's decisions go into a record
     /// ([`Exchange::pass_unrecorded`]).
     recorded: bool,
@@ -300,16 +256,10 @@ pub struct Exchange {
     /// before each callback ([`Exchange::allow`]). Past it the stream is not
     /// read further (`vm_memory_budget`).
     room: usize,
-    /// Response body bytes seen, read or not: what a response-level
-    /// decision reports as its `bytes_before`.
-    response_bytes: usize,
-    /// The response's size, once known: announced by its `content-length`,
-    /// or counted to its end.
-    response_size: Option<usize>,
-    /// Decisions about the whole response that take its size once it ends
-    /// (their place counted from the stream's first decision, so a long
-    /// stream's forgotten ones do not shift it).
-    measured: Vec<usize>,
+    request: request::RequestSide,
+    response: response::ResponseSide,
+    page: paging::PageCall,
+    legacy: session::Legacy,
 }
 
 impl Exchange {
@@ -318,36 +268,15 @@ impl Exchange {
             settings,
             scope: ServerScope::default(),
             phase: Phase::Request,
-            request: RequestInfo::default(),
-            resolved: None,
-            legacy: false,
-            session: None,
-            legacy_pending: Vec::new(),
-            request_body: Collected::default(),
-            response_body: Collected::default(),
-            request_body_fixed: false,
-            hold_headers: false,
-            summary_at_headers: false,
-            response_length: None,
-            job: None,
-            stream: None,
-            report: Report::default(),
             stream_info: StreamInfo::default(),
             owner: crate::page::owner::Owner::default(),
-            hold_request: false,
-            page_call: false,
-            remove_mark: false,
-            path: String::new(),
-            accept: None,
-            request_headers: Vec::new(),
-            reissue: None,
-            limit: 0,
-            listing: listings::ListingState::default(),
+            report: Report::default(),
             recorded: true,
             room: usize::MAX,
-            response_bytes: 0,
-            response_size: None,
-            measured: Vec::new(),
+            request: request::RequestSide::default(),
+            response: response::ResponseSide::default(),
+            page: paging::PageCall::default(),
+            legacy: session::Legacy::default(),
         }
     }
 
@@ -377,7 +306,7 @@ impl Exchange {
         head: ResponseHead<'_>,
         sessions: &mut dyn Services,
     ) -> ResponsePlan {
-        if self.session.is_some() && head.status == Some(202) {
+        if self.legacy.session.is_some() && head.status == Some(202) {
             // A 2024-11-05 POST: `202 Accepted`, the answer travels on the
             // GET stream and is decided (and counted) there. Only now, with
             // the server's consent, are its calls recorded.
@@ -386,7 +315,7 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         // Any other answer: the server did not take the calls.
-        self.legacy_pending.clear();
+        self.legacy.pending.clear();
         if self.phase != Phase::Interested {
             self.phase = Phase::Done;
             if head.end_of_stream {
@@ -396,15 +325,15 @@ impl Exchange {
         }
         // A length the body may not keep (it passes unread whatever it
         // says); the record reports it as announced.
-        self.response_size = head.content_length;
+        self.response.size = head.content_length;
         let media = head.content_type.unwrap_or_default();
         let (sse, json) = (
             is_media(media, "text/event-stream"),
             is_media(media, "application/json"),
         );
-        self.limit = self.response_limit();
+        self.response.limit = self.response_limit();
         // A legacy GET stream carries only events.
-        let readable = sse || (json && !self.legacy);
+        let readable = sse || (json && !self.legacy.get_stream);
         let reason = if !head.status.is_some_and(|s| (200..300).contains(&s)) {
             Some(Reason::HttpStatus)
         } else if head
@@ -412,7 +341,7 @@ impl Exchange {
             .is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity"))
         {
             Some(Reason::ContentEncoding)
-        } else if !sse && head.content_length.is_some_and(|n| n > self.limit) {
+        } else if !sse && head.content_length.is_some_and(|n| n > self.response.limit) {
             // Known to be too large before a byte arrives: pass it with its
             // framing (content-length) intact, without copying any of it.
             Some(Reason::ResponseTooLarge)
@@ -434,7 +363,7 @@ impl Exchange {
             None
         };
         if let Some(r) = reason {
-            if self.legacy && (!sse || r == Reason::HttpStatus) {
+            if self.legacy.get_stream && (!sse || r == Reason::HttpStatus) {
                 // A GET answered otherwise than with an event stream (a
                 // Streamable HTTP server without one answers 405) carries
                 // no tool result: counted, not recorded.
@@ -442,7 +371,7 @@ impl Exchange {
                 return ResponsePlan::Pass;
             }
             if head.end_of_stream {
-                self.response_size = Some(0);
+                self.response.size = Some(0);
             }
             self.pass_response(r);
             return ResponsePlan::Pass;
@@ -450,19 +379,19 @@ impl Exchange {
         if sse {
             self.phase = Phase::Streaming;
             // A result that will be cut may be held past the event limit.
-            let max_event = if self.limit > self.settings.max_response_bytes {
-                self.settings.max_event_bytes.max(self.limit)
+            let max_event = if self.response.limit > self.settings.max_response_bytes {
+                self.settings.max_event_bytes.max(self.response.limit)
             } else {
                 self.settings.max_event_bytes
             };
-            self.stream = Some(stream::SseState::new(max_event));
+            self.response.stream = Some(stream::SseState::new(max_event));
             return ResponsePlan::Rewrite {
                 hold_headers: false,
             };
         }
         self.phase = Phase::Buffering;
-        self.response_length = head.content_length;
-        self.response_body.expect(head.content_length);
+        self.response.length = head.content_length;
+        self.response.body.expect(head.content_length);
         // Hold only a body of known length the core will buffer whole: it
         // then ends in one rewrite. A body of unknown length may end past
         // the limit, and held headers would keep a stale length. And only
@@ -470,12 +399,12 @@ impl Exchange {
         // Envoy's buffer, whose limit a larger rewrite would pass (a 500
         // instead of the response); a larger one goes chunked and leaves in
         // a body callback that continues, which Envoy does not buffer.
-        self.hold_headers = self.settings.hold_headers
+        self.response.hold_headers = self.settings.hold_headers
             && head
                 .content_length
                 .is_some_and(|n| n <= self.settings.max_body_bytes);
         ResponsePlan::Rewrite {
-            hold_headers: self.hold_headers,
+            hold_headers: self.response.hold_headers,
         }
     }
 
@@ -488,13 +417,15 @@ impl Exchange {
     /// The summary header to set on response headers that go out now, for
     /// a stream decided before its response.
     pub(crate) fn summary_at_headers(&self) -> Option<String> {
-        self.summary_at_headers.then(|| self.report.summary())
+        self.response
+            .summary_at_headers
+            .then(|| self.report.summary())
     }
 
     /// The response headers could not be changed as the plan said (the
     /// host refused): the body must keep its bytes.
     pub(crate) fn response_headers_refused(&mut self, reason: Reason) {
-        self.stream = None;
+        self.response.stream = None;
         self.pass_response(reason);
     }
 
@@ -518,11 +449,11 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn Services,
     ) -> Step {
-        self.response_bytes = self.response_bytes.saturating_add(chunk.len());
+        self.response.bytes = self.response.bytes.saturating_add(chunk.len());
         if self.reads_response() && self.over_room(chunk.len()) {
             return self.over_budget(chunk);
         }
-        if let Some((_, after)) = self.job.as_mut() {
+        if let Some((_, after)) = self.response.job.as_mut() {
             // Bytes after the value, while its callout runs: they follow it,
             // up to `trim.max_queued_bytes`; past it the value goes on
             // without its callout.
@@ -530,7 +461,7 @@ impl Exchange {
             if after.len() <= self.settings.trim.max_queued_bytes {
                 return Step::swallow(Flow::Pause);
             }
-            let Some((mut job, after)) = self.job.take() else {
+            let Some((mut job, after)) = self.response.job.take() else {
                 return Step::swallow(Flow::Pause);
             };
             job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
@@ -546,7 +477,7 @@ impl Exchange {
 
     /// Response trailers arrived: the body ended without a last chunk.
     pub(crate) fn response_trailers(&mut self, sessions: &mut dyn Services) -> Step {
-        if self.job.is_some() {
+        if self.response.job.is_some() {
             return Step::swallow(Flow::Pause);
         }
         let step = match self.phase {
@@ -561,11 +492,11 @@ impl Exchange {
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
     /// to call; without a pending callout it changes nothing.
     pub(crate) fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
-        if let Some((job, after)) = self.job.take() {
+        if let Some((job, after)) = self.response.job.take() {
             let (out, original) = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, original, after);
         }
-        if self.stream.is_some() {
+        if self.response.stream.is_some() {
             return self.stream_reply(reply, sessions);
         }
         Step::send(Vec::new())
@@ -580,12 +511,12 @@ impl Exchange {
                 // A page call never goes to the server (the driver ends the
                 // stream instead): nothing of it is handed back, and its
                 // re-issued call is forgotten.
-                self.reissue = None;
-                if self.phase != Phase::Request || self.page_call {
+                self.page.reissue = None;
+                if self.phase != Phase::Request || self.page.answering {
                     return Vec::new();
                 }
                 // Bytes only read (not held back) went upstream already.
-                let held = std::mem::take(&mut self.request_body.bytes);
+                let held = std::mem::take(&mut self.request.body.bytes);
                 if self.holds_request() {
                     held
                 } else {
@@ -593,12 +524,12 @@ impl Exchange {
                 }
             }
             Direction::Response => {
-                let mut held = std::mem::take(&mut self.response_body.bytes);
-                if let Some((job, after)) = self.job.take() {
+                let mut held = std::mem::take(&mut self.response.body.bytes);
+                if let Some((job, after)) = self.response.job.take() {
                     held = job.into_original();
                     held.extend(after);
                 }
-                if let Some(state) = self.stream.take() {
+                if let Some(state) = self.response.stream.take() {
                     held.extend(state.into_held());
                 }
                 held
@@ -615,7 +546,7 @@ impl Exchange {
 
     /// The response's `content-length` as the server announced it.
     pub(crate) fn announced_length(&self) -> Option<usize> {
-        self.response_length
+        self.response.length
     }
 
     pub(crate) fn report(&self) -> &Report {
@@ -647,20 +578,25 @@ impl Exchange {
     /// trailing event, events waiting behind a callout, and a collected
     /// JSON body.
     pub(crate) fn held_bytes(&self) -> usize {
-        let stream = self.stream.as_ref().map_or(0, stream::SseState::held_bytes);
+        let stream = self
+            .response
+            .stream
+            .as_ref()
+            .map_or(0, stream::SseState::held_bytes);
         let job = self
+            .response
             .job
             .as_ref()
             .map_or(0, |(j, after)| j.body_len().saturating_add(after.len()));
         stream
-            .saturating_add(self.response_body.bytes.len())
+            .saturating_add(self.response.body.bytes.len())
             .saturating_add(job)
     }
 
     /// Request bytes the core holds back (an argument may come out).
     pub(crate) fn held_request_bytes(&self) -> usize {
         if self.phase == Phase::Request && self.holds_request() {
-            self.request_body.bytes.len()
+            self.request.body.bytes.len()
         } else {
             0
         }
@@ -669,23 +605,30 @@ impl Exchange {
     /// The core wants the request body's bytes (else the host need not
     /// read them).
     pub(crate) fn reads_request(&self) -> bool {
-        self.phase == Phase::Request || self.page_call
+        self.phase == Phase::Request || self.page.answering
     }
 
     /// The core wants the response body's bytes.
     pub(crate) fn reads_response(&self) -> bool {
-        matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.job.is_some()
+        matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.response.job.is_some()
     }
 
     /// A callout is in flight: its block is half-decided.
     pub(crate) fn waiting(&self) -> bool {
-        self.job.is_some() || self.stream.as_ref().is_some_and(stream::SseState::waiting)
+        self.response.job.is_some()
+            || self
+                .response
+                .stream
+                .as_ref()
+                .is_some_and(stream::SseState::waiting)
     }
 
     /// Nothing more can change on this stream (its report is final unless
     /// the stream is still flowing).
     pub(crate) fn is_done(&self) -> bool {
-        self.phase == Phase::Done && self.job.is_none() && self.measured.is_empty()
+        self.phase == Phase::Done
+            && self.response.job.is_none()
+            && self.response.measured.is_empty()
     }
 }
 

@@ -37,7 +37,7 @@ use crate::page::keys;
 use crate::page::owner::Owner;
 use crate::page::{mark, Framing};
 use crate::pipeline::{Job, Output, PageContext};
-use reissue::UpstreamReply;
+use reissue::{Reissue, UpstreamReply};
 use serve::{Answer, Context, Parsed};
 
 impl Exchange {
@@ -84,7 +84,7 @@ impl Exchange {
             });
         }
         self.record(Reason::ReissueMarkInvalid);
-        self.remove_mark = true;
+        self.page.remove_mark = true;
         None
     }
 
@@ -101,23 +101,23 @@ impl Exchange {
             head.owner_metadata,
             head.stream,
         );
-        self.path = head.path.to_string();
-        self.accept = head.accept.map(str::to_string);
-        self.request_headers = head.headers.to_vec();
-        self.hold_request = true;
+        self.page.path = head.path.to_string();
+        self.page.accept = head.accept.map(str::to_string);
+        self.page.headers = head.headers.to_vec();
+        self.page.hold_request = true;
         true
     }
 
     /// The request bytes are held in the core until the body is complete:
     /// the intent argument may come out, or the body may be a page call.
     pub(super) fn holds_request(&self) -> bool {
-        self.rewrites_request() || self.hold_request
+        self.rewrites_request() || self.page.hold_request
     }
 
     /// A later chunk (or trailers) of a page call's request: kept out of
     /// the stream, which stays stopped until the reply.
     pub(super) fn page_call_rest(&self) -> Option<Step> {
-        self.page_call.then(|| Step::swallow(Flow::Pause))
+        self.page.answering.then(|| Step::swallow(Flow::Pause))
     }
 
     /// The complete request body (its JSON value, then `rest`, the bytes
@@ -135,7 +135,7 @@ impl Exchange {
         let s = &self.settings;
         let parsed = serve::parse(body, &s.paging.tool_name, s.max_id_bytes)?;
         self.phase = Phase::Done;
-        self.page_call = true;
+        self.page.answering = true;
         let held = Out::Bytes {
             bytes: Vec::new(),
             original: None,
@@ -153,9 +153,9 @@ impl Exchange {
             scope: self.scope,
             stream: &self.stream_info,
             owner: &self.owner,
-            framing: Framing::for_accept(self.accept.as_deref()),
-            path: &self.path,
-            headers: &self.request_headers,
+            framing: Framing::for_accept(self.page.accept.as_deref()),
+            path: &self.page.path,
+            headers: &self.page.headers,
         };
         match serve::answer(&call, &cx, sessions) {
             Answer::Reply(reply, decision) => {
@@ -164,7 +164,7 @@ impl Exchange {
             }
             Answer::Reissue(r) => {
                 let request = r.request.clone();
-                self.reissue = Some(r);
+                self.page.reissue = Some(r);
                 Some(Step::new(held, Flow::Pause).with_upstream(request))
             }
         }
@@ -174,7 +174,7 @@ impl Exchange {
     /// host refuse a call it needs (the reply, a body write), the stream
     /// must end, never go on to the server.
     pub(crate) fn answers_page_call(&self) -> bool {
-        self.page_call
+        self.page.answering
     }
 
     /// The most bytes of a re-issued call's answer read
@@ -186,7 +186,7 @@ impl Exchange {
     /// The answer to the call a [`Step::upstream`] asked for: the page, or a
     /// tool error, as a local reply. The request stays stopped.
     pub(crate) fn upstream_reply(&mut self, reply: &UpstreamReply) -> Step {
-        let Some(r) = self.reissue.take() else {
+        let Some(r) = self.page.reissue.take() else {
             return Step::swallow(Flow::Pause);
         };
         let (local, decision) = r.finish(reply, &self.settings);
@@ -200,7 +200,7 @@ impl Exchange {
     pub(super) fn response_limit(&self) -> usize {
         // No budget anywhere: no policy to resolve per response.
         let budgeted = self.settings.budget_anywhere()
-            && self.request.calls.iter().any(|c| {
+            && self.request.info.calls.iter().any(|c| {
                 c.method == crate::mcp::TOOLS_CALL
                     && self
                         .settings
@@ -229,6 +229,7 @@ impl Exchange {
     ) -> (Output, Option<Vec<u8>>) {
         let mut spare = crate::stage::toon::Allowance::per_response();
         let toon = self
+            .response
             .stream
             .as_mut()
             .map_or(&mut spare, |s| &mut s.toon_budget);
@@ -247,6 +248,26 @@ impl Exchange {
     pub fn take_store_figures(&mut self) -> Option<crate::report::Figures> {
         self.report.store.take()
     }
+}
+
+/// A request the plugin may answer itself (a page call), and what it
+/// keeps to answer it or call the tool again.
+#[derive(Debug, Default)]
+pub(super) struct PageCall {
+    /// Paging on: the request headers wait for the body.
+    pub(super) hold_request: bool,
+    /// The request is a page call the plugin answers: nothing of it goes
+    /// on to the server, whatever happens.
+    pub(super) answering: bool,
+    /// A re-issue mark that did not verify: removed from the request.
+    pub(super) remove_mark: bool,
+    /// A page call's `:path`, `accept` and headers, for its reply or a
+    /// re-issued call.
+    pub(super) path: String,
+    pub(super) accept: Option<String>,
+    pub(super) headers: Vec<(String, String)>,
+    /// A page call waiting for the tool to be called again.
+    pub(super) reissue: Option<Box<Reissue>>,
 }
 
 #[cfg(test)]

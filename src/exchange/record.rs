@@ -22,6 +22,7 @@ impl Exchange {
     pub(super) fn record_calls(&mut self, reason: Reason) {
         let calls: Vec<Decision> = self
             .request
+            .info
             .calls
             .iter()
             .map(|c| Decision {
@@ -41,11 +42,11 @@ impl Exchange {
     /// Pushes a decision that reports the response's bytes: its size when
     /// known, else what has passed so far, until the response ends.
     pub(super) fn push_measured(&mut self, mut d: Decision) {
-        let bytes = self.response_size.unwrap_or(self.response_bytes);
+        let bytes = self.response.size.unwrap_or(self.response.bytes);
         d.bytes_before = bytes;
         d.bytes_after = bytes;
-        if self.response_size.is_none() {
-            self.measured.push(
+        if self.response.size.is_none() {
+            self.response.measured.push(
                 self.report
                     .omitted
                     .saturating_add(self.report.decisions.len()),
@@ -59,10 +60,10 @@ impl Exchange {
     /// report the response's size. `end`: the response ended. Returns true
     /// when that completed the record, which the host may publish now.
     pub(crate) fn passed(&mut self, size: usize, end: bool) -> bool {
-        if self.measured.is_empty() {
+        if self.response.measured.is_empty() {
             return false;
         }
-        self.response_bytes = self.response_bytes.saturating_add(size);
+        self.response.bytes = self.response.bytes.saturating_add(size);
         if end {
             self.measured_end();
             return true;
@@ -73,9 +74,9 @@ impl Exchange {
     /// The response ended (or the stream did): the measured decisions take
     /// its size.
     pub(crate) fn measured_end(&mut self) {
-        let bytes = *self.response_size.get_or_insert(self.response_bytes);
+        let bytes = *self.response.size.get_or_insert(self.response.bytes);
         let omitted = self.report.omitted;
-        for at in std::mem::take(&mut self.measured) {
+        for at in std::mem::take(&mut self.response.measured) {
             let Some(i) = at.checked_sub(omitted) else {
                 continue;
             };

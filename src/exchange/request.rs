@@ -3,8 +3,9 @@
 //! intent, the project query) taken out of `tools/call`
 //! ([`Settings::stripped_arguments`](crate::config::Settings::stripped_arguments)).
 
-use super::collect::Collecting;
+use super::collect::{Collected, Collecting};
 use super::declared::Declared;
+use super::listings::ListingState;
 use super::{is_media, Exchange, Flow, Out, Phase, RequestHead, RequestPlan, Services, Step};
 use crate::mcp::{self, RequestInfo};
 use crate::outcome::{Reason, Stage};
@@ -16,7 +17,7 @@ impl Exchange {
     pub fn request_headers(&mut self, head: RequestHead<'_>) -> RequestPlan {
         let plan = self.request_plan(&head);
         RequestPlan {
-            remove_reissue_mark: plan.remove_reissue_mark || self.remove_mark,
+            remove_reissue_mark: plan.remove_reissue_mark || self.page.remove_mark,
             ..plan
         }
     }
@@ -37,7 +38,7 @@ impl Exchange {
             .accept
             .is_some_and(|a| a.split(',').any(|m| is_media(m, "text/event-stream")));
         if head.method.eq_ignore_ascii_case("GET") && accepts_sse {
-            self.legacy = true;
+            self.legacy.get_stream = true;
             self.phase = Phase::Interested;
             return RequestPlan::default();
         }
@@ -110,7 +111,7 @@ impl Exchange {
     /// The request's `content-length` could not be removed: its body must
     /// keep its length, so it is read but never rewritten.
     pub(crate) fn request_keeps_length(&mut self) {
-        self.request_body_fixed = true;
+        self.request.body_fixed = true;
     }
 
     /// One chunk of the request body. The request is only held back when
@@ -133,9 +134,9 @@ impl Exchange {
         }
         let rewrites = self.rewrites_request();
         let holds = self.holds_request();
-        let swallowed = holds && !self.request_body.bytes.is_empty();
+        let swallowed = holds && !self.request.body.bytes.is_empty();
         let max = self.settings.max_body_bytes;
-        let body = &self.request_body.bytes;
+        let body = &self.request.body.bytes;
         if self.memory().saturating_add(super::growth::grown(
             body.capacity(),
             body.len(),
@@ -144,29 +145,29 @@ impl Exchange {
         {
             // Past the stream's share of the VM's memory: not read further.
             self.pass_rest(Reason::VmMemoryBudget);
-            let body = self.request_body.take_with(chunk);
+            let body = self.request.body.take_with(chunk);
             return if swallowed {
                 Step::send(body)
             } else {
                 Step::input()
             };
         }
-        match self.request_body.push(chunk, end_of_stream, max) {
+        match self.request.body.push(chunk, end_of_stream, max) {
             // Held request headers wait with the body.
-            Collecting::Open if holds => Step::swallow(if self.hold_request {
+            Collecting::Open if holds => Step::swallow(if self.page.hold_request {
                 Flow::Pause
             } else {
                 Flow::Continue
             }),
             Collecting::Open => Step::input(),
             Collecting::TooLarge | Collecting::NotOneValue => {
-                let reason = if self.request_body.seen > max {
+                let reason = if self.request.body.seen > max {
                     Reason::RequestTooLarge
                 } else {
                     Reason::RequestNotJsonRpc
                 };
                 self.pass_rest(reason);
-                let body = self.request_body.take_with(chunk);
+                let body = self.request.body.take_with(chunk);
                 if swallowed {
                     Step::send(body)
                 } else {
@@ -221,7 +222,7 @@ impl Exchange {
     }
 
     pub(super) fn rewrites_request(&self) -> bool {
-        self.strips_arguments() && !self.request_body_fixed
+        self.strips_arguments() && !self.request.body_fixed
     }
 
     /// The complete request body; returns the body to send upstream if it
@@ -282,7 +283,7 @@ impl Exchange {
                 // The calls past a limit are counted already.
                 self.phase = Phase::Done;
             }
-        } else if self.session.is_none() && self.answers_unchanged(&info) {
+        } else if self.legacy.session.is_none() && self.answers_unchanged(&info) {
             // A 2024-11-05 POST's answer travels on the GET stream, which
             // decides (and counts) it there.
             self.decided_at_request(
@@ -292,8 +293,8 @@ impl Exchange {
                     .map(|c| (Some(c.id.as_str()), c.tool.as_deref())),
             );
         } else {
-            self.request = info;
-            self.resolved = None;
+            self.request.info = info;
+            self.request.resolved = None;
             self.phase = Phase::Interested;
         }
         rewritten
@@ -352,7 +353,7 @@ impl Exchange {
             });
         }
         self.phase = Phase::Done;
-        self.summary_at_headers = self.settings.hold_headers;
+        self.response.summary_at_headers = self.settings.hold_headers;
     }
 
     /// The body without the plugin's arguments
@@ -391,8 +392,8 @@ impl Exchange {
             return Vec::new();
         }
         let held_back = self.rewrites_request();
-        let body = std::mem::take(&mut self.request_body.bytes);
-        self.request_body_fixed = true;
+        let body = std::mem::take(&mut self.request.body.bytes);
+        self.request.body_fixed = true;
         self.request_complete(&body, sessions);
         if held_back {
             body
@@ -406,4 +407,20 @@ impl Exchange {
 fn declares(declared: &Declared, tool: Option<&str>, arg: &str) -> bool {
     tool.and_then(|t| declared.get(t))
         .is_some_and(|args| args.iter().any(|a| a == arg))
+}
+
+/// The request as read: its calls and their policies, its body while it
+/// is read, and what `listings` keeps of it.
+#[derive(Debug, Default)]
+pub(super) struct RequestSide {
+    pub(super) info: RequestInfo,
+    /// The calls with their policies, resolved at the first response body
+    /// that needs them (`pipeline::Resolved`).
+    pub(super) resolved: Option<crate::pipeline::Resolved>,
+    /// The body while it is read.
+    pub(super) body: Collected,
+    /// The request's `content-length` stays: its body is never rewritten.
+    pub(super) body_fixed: bool,
+    /// What `listings` keeps of the request.
+    pub(super) listing: ListingState,
 }

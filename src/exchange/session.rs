@@ -207,14 +207,16 @@ pub(super) fn session_in(url: &str) -> Option<String> {
 
 impl Exchange {
     pub(super) fn session_of(&mut self, path: &str) {
-        self.session = session_in(path);
+        self.legacy.session = session_in(path);
     }
 
     /// A POST of a 2024-11-05 session: the calls to record once the server
     /// accepts it.
     pub(super) fn note_calls(&mut self, info: &RequestInfo) {
-        let Some(session) = &self.session else { return };
-        self.legacy_pending = info
+        let Some(session) = &self.legacy.session else {
+            return;
+        };
+        self.legacy.pending = info
             .calls
             .iter()
             .filter(|c| c.method == mcp::TOOLS_CALL || c.method == mcp::TOOLS_LIST)
@@ -236,7 +238,7 @@ impl Exchange {
     /// The server accepted the POST (`202`): each noted call goes where the
     /// GET stream will look for it.
     pub(super) fn accepted(&mut self, sessions: &mut dyn Services) {
-        let pending = std::mem::take(&mut self.legacy_pending);
+        let pending = std::mem::take(&mut self.legacy.pending);
         if pending.is_empty() {
             return;
         }
@@ -268,8 +270,8 @@ impl Exchange {
 
     /// The `endpoint` event of a legacy GET stream names the session.
     pub(super) fn endpoint_event(&mut self, data: &str) {
-        if self.legacy {
-            self.session = session_in(data.trim());
+        if self.legacy.get_stream {
+            self.legacy.session = session_in(data.trim());
         }
     }
 
@@ -283,6 +285,7 @@ impl Exchange {
     ) -> RequestInfo {
         let mut info = RequestInfo::default();
         let key = self
+            .legacy
             .session
             .is_some()
             .then(|| hash_key(sessions, false))
@@ -296,7 +299,7 @@ impl Exchange {
                 self.report.push(Decision::response(Reason::IdTooLong));
                 continue;
             }
-            let recorded = match (&self.session, &key) {
+            let recorded = match (&self.legacy.session, &key) {
                 (Some(s), Some(k)) => {
                     let lanes = self.settings.legacy_session_slots;
                     take(sessions, k, s, &id, lanes, now)
@@ -346,6 +349,18 @@ fn take(
     // record stays for its own result.
     sessions.set(&slot, b"", cas).ok();
     Some(record)
+}
+
+/// The stream's part in a 2024-11-05 HTTP+SSE session.
+#[derive(Debug, Default)]
+pub(super) struct Legacy {
+    /// The session's GET event stream: requests come from other streams.
+    pub(super) get_stream: bool,
+    /// The session: from a POST's query, or a GET stream's `endpoint`
+    /// event.
+    pub(super) session: Option<String>,
+    /// A POST's calls, recorded once the server accepts it.
+    pub(super) pending: Vec<Record>,
 }
 
 #[cfg(test)]

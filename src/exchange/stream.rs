@@ -145,7 +145,7 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn Services,
     ) -> Step {
-        let Some(state) = self.stream.as_mut() else {
+        let Some(state) = self.response.stream.as_mut() else {
             return Step::input();
         };
         let mut units = state.framer.push(chunk);
@@ -165,7 +165,7 @@ impl Exchange {
 
     pub(super) fn stream_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
         let mut sent = Sent::default();
-        let pending = self.stream.as_mut().and_then(|s| s.pending.take());
+        let pending = self.response.stream.as_mut().and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
             let (out, _) = self.finish_job(job, Some(reply), sessions);
             sent.event(with_output(event, out));
@@ -209,14 +209,14 @@ impl Exchange {
                     }
                     EventPlan::Callout(pending) => {
                         callout = pending.1.callout().cloned();
-                        if let Some(state) = self.stream.as_mut() {
+                        if let Some(state) = self.response.stream.as_mut() {
                             state.pending = Some(*pending);
                         }
                     }
                 },
             }
         }
-        let waiting = self.stream.as_ref().is_some_and(SseState::waiting);
+        let waiting = self.response.stream.as_ref().is_some_and(SseState::waiting);
         let out = match (chunk, sent.original) {
             (Some(c), None) if c == sent.bytes.as_slice() => Out::Input,
             (_, original) => Out::Bytes {
@@ -236,9 +236,9 @@ impl Exchange {
     /// a POST carries that call's messages; a batch's events are not told
     /// apart unread) and counts the event's bytes.
     fn event_decision(&mut self, reason: Reason, bytes: usize) {
-        let mut calls = self.request.calls.iter();
+        let mut calls = self.request.info.calls.iter();
         let call = match (calls.next(), calls.next()) {
-            (Some(c), None) if !self.legacy => Some(c),
+            (Some(c), None) if !self.legacy.get_stream => Some(c),
             _ => None,
         };
         self.report.push(Decision {
@@ -264,7 +264,7 @@ impl Exchange {
 
     /// The next queued unit, unless a callout holds the queue.
     fn next_unit(&mut self) -> Option<Unit> {
-        let state = self.stream.as_mut()?;
+        let state = self.response.stream.as_mut()?;
         if state.pending.is_some() {
             return None;
         }
@@ -275,7 +275,7 @@ impl Exchange {
     /// data is JSON can carry a JSON-RPC response (WHATWG: no `event` field
     /// means `message`).
     fn event(&mut self, event: Event, sessions: &mut dyn Services) -> EventPlan {
-        if self.legacy && event.event_type() == "endpoint" {
+        if self.legacy.get_stream && event.event_type() == "endpoint" {
             if let Some(data) = event.data() {
                 let data = data.to_string();
                 self.endpoint_event(&data);
@@ -299,15 +299,15 @@ impl Exchange {
         // resolved once for all its events.
         let legacy_request;
         let legacy_resolved;
-        let (request, resolved) = if self.legacy {
+        let (request, resolved) = if self.legacy.get_stream {
             legacy_request = self.legacy_requests(data, sessions);
             legacy_resolved = pipeline::Resolved::of(&self.settings, self.scope, &legacy_request);
             (&legacy_request, &legacy_resolved)
         } else {
-            let resolved = self.resolved.get_or_insert_with(|| {
-                pipeline::Resolved::of(&self.settings, self.scope, &self.request)
+            let resolved = self.request.resolved.get_or_insert_with(|| {
+                pipeline::Resolved::of(&self.settings, self.scope, &self.request.info)
             });
-            (&self.request, &*resolved)
+            (&self.request.info, &*resolved)
         };
         if request.calls.is_empty() {
             return EventPlan::Ready(event.into_raw(), None);

@@ -93,8 +93,8 @@ fn post_with(
 /// The tool the GET stream of `session` finds for the result of `id`.
 fn tool_of(store: &mut Store, session: &str, id: &str) -> Option<String> {
     let mut e = exchange("{}");
-    e.legacy = true;
-    e.session = Some(session.to_string());
+    e.legacy.get_stream = true;
+    e.legacy.session = Some(session.to_string());
     let data = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"x"}}]}}}}"#
     );
@@ -375,7 +375,7 @@ fn a_write_that_lost_a_race_reads_the_slot_again() {
     store.inner.set(&target, b"", 0).unwrap();
     store.raced = false;
     let mut e = exchange("{}");
-    e.session = Some("s1".to_string());
+    e.legacy.session = Some("s1".to_string());
     let info = RequestInfo::parse(
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mine"}}"#,
     )
@@ -430,7 +430,7 @@ fn a_record_holds_only_what_the_limits_allow() {
 #[test]
 fn an_overlong_id_on_the_get_stream_is_not_followed() {
     let mut e = exchange(r#"{"max_id_bytes":16}"#);
-    e.legacy = true;
+    e.legacy.get_stream = true;
     let id = format!("\"{}\"", "i".repeat(15));
     let data = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"x"}}]}}}}"#
