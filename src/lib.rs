@@ -1,28 +1,22 @@
 //! mcp-toon: cut the tokens AI agents pay for MCP `tools/call` results.
 //!
-//! This crate is the engine over the core (`mcp-toon-core`, crates/core):
-//! the pipeline that orders the stages, pages, the per-stream exchange, the
-//! driver every host calls, and thin hosts behind cargo features:
-//! proxy-wasm for Envoy (`adapter`), http-wasm for Traefik (`httpwasm`),
-//! the WIT component, the measuring CLI. The core's modules are re-exported
-//! under the same paths (`mcp_toon::stage`, `crate::config`), so a path
-//! reads the same on either side of the crate boundary; the boundary itself
-//! is the dependency: the core cannot name anything here. No host's ABI is
-//! named outside its own module (tests/layering.rs, ARCHITECTURE.md).
+//! This crate is the hosts, over the engine (`mcp-toon-engine`,
+//! crates/engine: the pipeline, pages, the per-stream exchange and the
+//! driver) and the core (`mcp-toon-core`, crates/core), behind cargo
+//! features: proxy-wasm for Envoy (`adapter`), http-wasm for Traefik
+//! (`httpwasm`), the WIT component, the measuring CLI. The modules below
+//! are re-exported under the same paths (`mcp_toon::stage`,
+//! `crate::driver`), so a path reads the same on every side of a crate
+//! boundary; the boundaries themselves are the dependencies: neither the
+//! engine nor the core can name a host. No host's ABI is named outside its
+//! own module (tests/layering.rs, ARCHITECTURE.md).
 
-pub use mcp_toon_core::{
-    callout, config, convert, intent, json, listing, marker, mcp, media, outcome, report, sse,
-    stage, tag,
+#[cfg(feature = "sim")]
+pub use mcp_toon_engine::sim;
+pub use mcp_toon_engine::{
+    callout, config, convert, driver, exchange, host, intent, json, listing, marker, mcp, media,
+    outcome, page, pipeline, report, shared, sse, stage, tag,
 };
-
-pub mod driver;
-pub mod exchange;
-pub mod host;
-pub mod page;
-pub mod pipeline;
-pub mod shared;
-#[cfg(any(test, feature = "sim"))]
-pub mod sim;
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;

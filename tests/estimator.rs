@@ -65,6 +65,7 @@ fn corpus() -> Vec<(String, String)> {
     );
     files(&root.join("src"), &["rs"], &mut paths);
     files(&root.join("crates/core/src"), &["rs"], &mut paths);
+    files(&root.join("crates/engine/src"), &["rs"], &mut paths);
     files(&root.join("examples"), &["py", "yaml"], &mut paths);
     files(&root.join("tests/e2e"), &["py"], &mut paths);
     files(&root.join("docs"), &["md"], &mut paths);

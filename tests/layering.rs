@@ -7,10 +7,12 @@
 
 //! The layers, checked on the source. Two kinds of boundary:
 //!
-//! - between crates, the compiler's: `mcp-toon-core` (crates/core) does not
-//!   depend on `mcp-toon`, so nothing in the core can name the pipeline,
-//!   pages, the exchange, the driver or a host;
-//! - inside both crates, this test's: every top-level module sits on a
+//! - between crates, the compiler's: `mcp-toon-core` (crates/core) depends
+//!   on neither crate above it, so nothing in the core can name the
+//!   pipeline, pages, the exchange, the driver or a host; `mcp-toon-engine`
+//!   (crates/engine) does not depend on `mcp-toon` (the hosts), so nothing
+//!   in the engine can name a host;
+//! - inside every crate, this test's: every top-level module sits on a
 //!   floor ([`FLOORS`], the table ARCHITECTURE.md draws), and a `crate::`
 //!   path outside test code may only reach a lower floor. Modules that
 //!   share a floor do not know each other, so no cycle can form;
@@ -36,7 +38,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its floor, lowest first. The core crate holds
-/// floors 0–4, the engine crate (this package) the rest.
+/// floors 0–4, the engine crate 5–10, the hosts' crate (this package) the
+/// rest.
 const FLOORS: &[(&str, u8)] = &[
     // Core: readers and vocabularies that know nothing else.
     ("json", 0),
@@ -68,16 +71,20 @@ const FLOORS: &[(&str, u8)] = &[
     ("exchange", 8),
     // Engine: carries out what the exchange decided, for any host.
     ("driver", 9),
-    // Hosts.
-    ("adapter", 10),
-    ("httpwasm", 10),
-    ("component", 10),
-    ("cli", 10),
+    // Engine: the scripted host the engine's tests, fuzz targets and
+    // benchmarks drive it with.
     ("sim", 10),
+    // Hosts.
+    ("adapter", 11),
+    ("httpwasm", 11),
+    ("component", 11),
+    ("cli", 11),
 ];
 
 /// The floors that are the core crate.
 const CORE_TOP_FLOOR: u8 = 4;
+/// The floors that are the engine crate, above the core's.
+const ENGINE_TOP_FLOOR: u8 = 10;
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -97,9 +104,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The source folders of the workspace's two crates.
-fn sources() -> [PathBuf; 2] {
-    [root().join("crates/core/src"), root().join("src")]
+/// The source folders of the workspace's crates, lowest first.
+fn sources() -> [PathBuf; 3] {
+    [
+        root().join("crates/core/src"),
+        root().join("crates/engine/src"),
+        root().join("src"),
+    ]
 }
 
 fn all_files() -> Vec<PathBuf> {
@@ -195,7 +206,7 @@ fn code_outside_tests(path: &Path) -> String {
     lines[..end].join("\n")
 }
 
-/// The top-level module a file belongs to (`src/page/store.rs`: `page`).
+/// The top-level module a file belongs to (`crates/engine/src/page/store.rs`: `page`).
 fn top_module(path: &Path) -> String {
     let rel = path.strip_prefix(source_of(path)).unwrap();
     let first = rel
@@ -334,12 +345,19 @@ fn the_floors_are_the_crates() {
             modules.insert(m, source_of(&path));
         }
     }
-    let core = root().join("crates/core/src");
+    let [core, engine, hosts] = sources();
     for (module, source) in &modules {
         let f = floor(module).unwrap_or_else(|| panic!("module `{module}` has no floor"));
+        let expected = if f <= CORE_TOP_FLOOR {
+            &core
+        } else if f <= ENGINE_TOP_FLOOR {
+            &engine
+        } else {
+            &hosts
+        };
         assert_eq!(
-            f <= CORE_TOP_FLOOR,
-            *source == core,
+            source,
+            expected,
             "`{module}` (floor {f}) is in {}",
             shown(source)
         );
@@ -350,12 +368,18 @@ fn the_floors_are_the_crates() {
             "FLOORS names `{module}`, which is gone"
         );
     }
-    // The core's manifest names no crate of the engine.
-    let manifest = fs::read_to_string(root().join("crates/core/Cargo.toml")).unwrap();
+    // No crate's manifest names a crate above it.
+    let manifest = |dir: &str| fs::read_to_string(root().join(dir).join("Cargo.toml")).unwrap();
+    let core_manifest = manifest("crates/core");
     assert!(
-        !manifest.contains("mcp-toon ="),
-        "the core depends on the engine"
+        !core_manifest.contains("mcp-toon =") && !core_manifest.contains("mcp-toon-engine"),
+        "the core depends on a crate above it"
     );
+    assert!(
+        !manifest("crates/engine").contains("mcp-toon ="),
+        "the engine depends on the hosts"
+    );
+    assert!(manifest("crates/engine").contains("mcp-toon-core"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! transform of the plugin fed the input shapes that make naive parsers
 //! superlinear, each at four sizes up to 1 MiB, through the whole exchange
 //! the way the proxy-wasm adapter drives it (the scripted host of
-//! `src/sim.rs`: request, response headers, body in 16 KiB chunks).
+//! `crates/engine/src/sim.rs`: request, response headers, body in 16 KiB chunks).
 //!
 //! The plugin runs with every clean transform opted in (HTML → Markdown,
 //! base64, whitespace, nulls) and `max_response_bytes`/`max_event_bytes` at

@@ -109,7 +109,7 @@ def test_a_refused_post_records_nothing_and_the_result_falls_back_to_its_shape(p
 
 
 def slot_of(key: bytes, session: str, call_id: str, lanes: int = 64) -> bytes:
-    """src/exchange/session.rs `slot`: the call's lane in its session (an
+    """crates/engine/src/exchange/session.rs `slot`: the call's lane in its session (an
     integer id counts through `legacy_session_slots`, 64 by default), then
     HMAC-SHA256 under the slot key of session, NUL, lane (8 bytes, little
     endian), NUL; its first 8 bytes, little endian, modulo 4,096."""

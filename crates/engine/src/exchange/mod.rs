@@ -564,7 +564,7 @@ impl Exchange {
 
     /// Keeps the decision record of a long-lived stream bounded: of the
     /// first `counted` decisions (those the driver has already counted,
-    /// `src/driver/record.rs`), drops the oldest beyond the last
+    /// `crates/engine/src/driver/record.rs`), drops the oldest beyond the last
     /// [`RECORD_DECISIONS`]. Returns how many went, so the driver can move
     /// its count back.
     pub(crate) fn forget_counted(&mut self, counted: usize) -> usize {

@@ -35,7 +35,7 @@ pub(crate) mod tools;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalReply {
     pub status: u16,
-    pub(crate) headers: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 

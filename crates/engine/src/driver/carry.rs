@@ -393,7 +393,7 @@ impl Driver {
     /// The host would not let a paused direction go on (now, or where it
     /// resumes after the callback, when it tried): the stream waits for the
     /// host's own timeouts; nothing else can move it. Counted.
-    pub(crate) fn resume_refused(&mut self, host: &mut dyn Host, error: HostError) {
+    pub fn resume_refused(&mut self, host: &mut dyn Host, error: HostError) {
         host.log(
             LogLevel::Warn,
             &format!("mcp-toon: resume refused ({error:?})"),
