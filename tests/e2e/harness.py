@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -346,6 +347,13 @@ def envoy_version() -> str:
     return "?"
 
 
+def built_module_named(text: str, module: Path) -> str:
+    """`text` with the repository's relative module path
+    (`REPO_MODULE`) naming `module` instead; the same words at the end of
+    an absolute path (a CARGO_TARGET_DIR such as /tmp/shared-target) stay."""
+    return re.sub(r"(?<![\w./-])" + re.escape(REPO_MODULE), lambda _: str(module), text)
+
+
 def validate_envoy_config(path: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`envoy --mode validate`: parses the config and loads the plugin
     (on_configure runs), without opening ports. `env`: more environment
@@ -355,9 +363,9 @@ def validate_envoy_config(path: Path, env: dict[str, str] | None = None) -> subp
     root); where the build is elsewhere, a copy names the module where it is."""
     with tempfile.TemporaryDirectory() as tmp:
         text = path.read_text()
-        if REPO_MODULE in text and WASM.resolve() != (ROOT / REPO_MODULE).resolve():
+        if WASM.resolve() != (ROOT / REPO_MODULE).resolve() and (moved := built_module_named(text, WASM)) != text:
             path = Path(tmp) / path.name
-            path.write_text(text.replace(REPO_MODULE, str(WASM)))
+            path.write_text(moved)
         return subprocess.run(
             [str(ENVOY), "--mode", "validate", "-c", str(path), "--disable-hot-restart", "--log-level", "info"],
             cwd=ROOT,

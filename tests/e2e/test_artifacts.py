@@ -5,6 +5,7 @@ absolute (a shared cache outside the checkout) or relative."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import artifacts
+import harness
 
 ROOT = artifacts.ROOT
 
@@ -54,3 +56,17 @@ def test_tests_and_make_name_the_same_module(value):
 def test_messages_show_a_path_outside_the_checkout_whole():
     assert artifacts.shown(ROOT / "target" / "x.wasm") == "target/x.wasm"
     assert artifacts.shown(Path("/tmp/elsewhere/x.wasm")) == "/tmp/elsewhere/x.wasm"
+
+
+def test_a_config_names_the_built_module_once():
+    """The repository's configs name the module relative to the checkout;
+    a copy for a build elsewhere names it where it is, and a path already
+    absolute, whose folder ends in `target`, is left as it is (it was
+    rewritten into a path inside itself)."""
+    built = Path("/tmp/shared-target/wasm32-wasip1/release/mcp_toon.wasm")
+    repo = "filename: target/wasm32-wasip1/release/mcp_toon.wasm\n"
+    assert harness.built_module_named(repo, built) == f"filename: {built}\n"
+    rendered = json.dumps({"filename": str(built)})
+    assert harness.built_module_named(rendered, Path("/elsewhere/mcp_toon.wasm")) == rendered
+    assert harness.built_module_named('"filename": "target/wasm32-wasip1/release/mcp_toon.wasm"', built) == f'"filename": "{built}"'
+
