@@ -62,7 +62,7 @@ mod budget;
 mod listing;
 mod trim;
 
-use block::Block;
+use block::{Block, Origin};
 pub(crate) use budget::PageContext;
 #[cfg(test)]
 pub(crate) use listing::DECODE_HINT;
@@ -239,7 +239,7 @@ impl Body for &str {
             && found.listings.is_empty()
             && found.trim.is_none()
             && found.shapes.is_empty()
-            && found.blocks.iter().all(|b| b.unread.is_some());
+            && found.blocks.iter().all(|b| b.is_unread());
         if idle {
             // What finishing would record, and all it would do: an unread
             // block meets no stage but TOON's refusal.
@@ -375,7 +375,7 @@ fn read(
         };
         if let Some(Some(policy)) = resolved.policies.get(at) {
             let found = tool_call_blocks(settings, body, call, policy, message, report);
-            if found.iter().any(|b| b.policy.budget.is_some()) {
+            if found.iter().any(|b| b.origin.policy.budget.is_some()) {
                 // A result with a budget is read again as a whole, for the
                 // spans of its items (budget::Shape).
                 let shape = message
@@ -402,11 +402,11 @@ fn read(
     }
     // An unread block is no JSON under a policy that changes only JSON:
     // it meets no stage but TOON's refusal (`Job::stages`).
-    // A lone block's compaction may wait for TOON (`Block::deferred`):
+    // A lone block's compaction may wait for TOON (`block::Form::Deferred`):
     // with others, their records would come between its clean and TOON
     // records.
     let defer = blocks.len() == 1;
-    for block in blocks.iter_mut().filter(|b| b.unread.is_none()) {
+    for block in blocks.iter_mut().filter(|b| !b.is_unread()) {
         block.clean(report, defer);
         block.project(settings, report);
     }
@@ -502,17 +502,14 @@ impl Job {
             );
         }
         for block in &mut self.blocks {
-            if block.changed && !block.written {
+            if let Some(wire) = block.to_write() {
                 // Sized exactly, and the text let go once it is written:
                 // the new body is the only other copy.
-                let len = block
-                    .wire
-                    .take()
-                    .unwrap_or_else(|| stage::literal_len(&block.text));
+                let len = wire.unwrap_or_else(|| stage::literal_len(&block.text));
                 let mut literal = String::with_capacity(len);
                 crate::json::literal::write_literal(&mut literal, &block.text);
                 block.text = String::new();
-                self.edits.replace_span(block.span.clone(), literal);
+                self.edits.replace_span(block.origin.span.clone(), literal);
             }
         }
         if self.edits.is_empty() {
@@ -541,10 +538,9 @@ impl Job {
                 report.push(refusal);
                 continue;
             }
-            let encoded = encode(block, settings, toon, report);
-            block.encoded = encoded;
+            encode(block, settings, toon, report);
             block.note_line(!settings.marker_key.is_empty());
-            block.cap(encoded, report);
+            block.cap(report);
             block.sign(&settings.marker_key);
         }
     }
@@ -609,12 +605,8 @@ pub fn final_items(
         job.blocks
             .into_iter()
             .map(|b| FinalItem {
-                index: b.index,
-                framing: if b.encoded {
-                    TextKind::Toon(b.policy.toon.header)
-                } else {
-                    TextKind::Text
-                },
+                index: b.origin.index,
+                framing: b.framing(),
                 text: b.text,
             })
             .collect(),
@@ -626,27 +618,26 @@ pub fn final_items(
 /// sent, once an earlier stage changed it). A trimmed block's note goes on
 /// the emission's marker line (a line of its own for bare TOON); with a
 /// marker key, an untrimmed block's marker line is sized with its tag.
-/// Returns whether it encoded.
 fn encode(
     block: &mut Block,
     settings: &Settings,
     budget: &mut stage::toon::Allowance,
     report: &mut Report,
-) -> bool {
+) {
     let keyed = !settings.marker_key.is_empty();
-    let header = block.policy.toon.header;
-    let tags_marker = keyed && block.trim_note.is_none() && header != Header::None;
+    let header = block.origin.policy.toon.header;
+    let tags_marker = keyed && block.trim_note().is_none() && header != Header::None;
     // A cap too small for the header and one row would leave an agent a
     // marker and no data: the block goes unencoded instead.
-    let max = block.policy.clean.max_text_bytes;
+    let max = block.origin.policy.clean.max_text_bytes;
     let framing = TextKind::Toon(header);
     let fits = |emission: &str| max == 0 || clean::can_hold_first_row(emission, max, framing);
-    if std::mem::take(&mut block.deferred) {
+    if block.take_deferred() {
         // TOON reads the text as it is, measured as its compact form;
         // when it encodes, the block's compaction is recorded as the clean
         // stage records it, and the compact text is never made. Else the
         // block is compacted now and goes on as any other.
-        let settings_toon = toon_settings(&block.policy.toon, None, tags_marker);
+        let settings_toon = toon_settings(&block.origin.policy.toon, None, tags_marker);
         let encoded = stage::toon::encode_compacted(&block.text, &settings_toon);
         match encoded.filter(|e| fits(&e.text)) {
             Some(e) => {
@@ -663,28 +654,23 @@ fn encode(
                     e.text.len(),
                     true,
                 ));
-                block.set_text(e.text);
-                block.wire = Some(e.wire);
+                block.encoded_to(e.text, Some(e.wire));
                 block.tagged = keyed && tags_marker;
-                return true;
+                return;
             }
             None => block.clean(report, false),
         }
     }
-    let wire = if block.changed {
-        stage::literal_len(&block.text)
-    } else {
-        block.span.len()
-    };
+    let wire = block.wire_len();
     // A Python literal is encoded as the JSON it reads as, the marker
     // saying what it was; it competes with the literal on the wire.
     let python = block.python();
     let settings_toon = toon_settings(
-        &block.policy.toon,
+        &block.origin.policy.toon,
         python.as_ref().map(|r| r.tuples),
         tags_marker,
     );
-    let note = block.trim_note.as_deref();
+    let note = block.trim_note();
     let input = python
         .as_ref()
         .map_or(block.text.as_str(), |r| r.json.as_str());
@@ -706,11 +692,15 @@ fn encode(
             if let Some(read) = python {
                 block.take_python(read, report);
             }
-            block.rewrite(Stage::Toon, Outcome::Encoded, emission, true, report);
-            block.wire = wire;
-            block.tagged = keyed && (tags_marker || block.trim_note.is_some());
-            block.trim_note = None;
-            true
+            report.push(block.decision(
+                Stage::Toon,
+                Outcome::Encoded,
+                block.text.len(),
+                emission.len(),
+                true,
+            ));
+            block.tagged = keyed && (tags_marker || block.trim_note().is_some());
+            block.encoded_to(emission, wire);
         }
         Err(reason) => {
             let reason = match (reason, python) {
@@ -722,7 +712,6 @@ fn encode(
                 (reason, None) => reason,
             };
             report.push(block.passthrough(Stage::Toon, reason));
-            false
         }
     }
 }
@@ -806,38 +795,25 @@ fn tool_call_blocks(
             report.push(at(Reason::MalformedContent, Some(index)));
             continue;
         };
-        let (text, layout, unread) = match read {
-            mcp::Text::Decoded {
-                value,
-                layout,
-                escapes,
-            } => (value, Some(clean::Known { layout, escapes }), None),
-            mcp::Text::NotJson { len } => (String::new(), None, Some(len)),
-        };
-        blocks.push(Block {
+        let origin = Origin {
             span,
-            text,
-            unread,
-            wire: None,
-            layout,
-            deferred: false,
-            changed: false,
             id: call.id.clone(),
             tool: call.tool.clone(),
             index,
             policy: policy.clone(),
-            encoded: false,
-            trimmed: false,
-            written: false,
             structured,
             intent_too_long: call.intent_too_long,
-            trim_note: None,
-            tagged: false,
             // Queries off everywhere: the argument was neither advertised
             // nor taken out, so it is the server's, not ours.
             query: call.query.clone().filter(|_| settings.queries_anywhere()),
-            queried: false,
-            note: None,
+        };
+        blocks.push(match read {
+            mcp::Text::Decoded {
+                value,
+                layout,
+                escapes,
+            } => Block::read(value, Some(clean::Known { layout, escapes }), origin),
+            mcp::Text::NotJson { len } => Block::unread(len, origin),
         });
     }
     blocks

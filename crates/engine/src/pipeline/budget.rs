@@ -22,7 +22,6 @@ use crate::page::tools;
 use crate::report::Decision;
 use crate::shared::Services;
 use crate::stage::budget::{fits as stage_fits, Item, NoPlan};
-use crate::stage::clean::TextKind;
 
 /// Where a result's content lives in the body, for a tool with a budget.
 #[derive(Debug)]
@@ -80,14 +79,14 @@ pub(super) fn apply<H: Services + ?Sized>(
     // their number (issue 13).
     let mut by_id: std::collections::HashMap<String, Vec<usize>> = std::collections::HashMap::new();
     for (i, b) in blocks.iter().enumerate() {
-        by_id.entry(b.id.clone()).or_default().push(i);
+        by_id.entry(b.origin.id.clone()).or_default().push(i);
     }
     for shape in shapes {
         let positions: Vec<usize> = by_id.get(&shape.id).cloned().unwrap_or_default();
         let Some(policy) = positions
             .first()
             .and_then(|&i| blocks.get(i))
-            .map(|b| b.policy.clone())
+            .map(|b| b.origin.policy.clone())
         else {
             continue;
         };
@@ -96,18 +95,18 @@ pub(super) fn apply<H: Services + ?Sized>(
             .filter_map(|&i| blocks.get(i))
             .map(|b| Item {
                 text: &b.text,
-                framing: framing(b),
+                framing: b.framing(),
             })
             .collect();
         let indexes: Vec<usize> = positions
             .iter()
-            .filter_map(|&i| blocks.get(i).map(|b| b.index))
+            .filter_map(|&i| blocks.get(i).map(|b| b.origin.index))
             .collect();
         let before: usize = items.iter().map(|i| i.text.len()).sum();
         let structured = positions
             .iter()
             .filter_map(|&i| blocks.get(i))
-            .any(|b| b.structured);
+            .any(|b| b.origin.structured);
         if structured {
             // Cutting `content` alone would leave it contradicting
             // `structuredContent`, and cutting that would break the tool's
@@ -128,7 +127,7 @@ pub(super) fn apply<H: Services + ?Sized>(
         let trimmed = positions
             .iter()
             .filter_map(|&i| blocks.get(i))
-            .any(|b| b.trimmed);
+            .any(Block::is_trimmed);
         let call = CallInfo {
             tool: shape.tool.as_deref(),
             arguments: shape.arguments.as_deref(),
@@ -183,7 +182,7 @@ pub(super) fn apply<H: Services + ?Sized>(
             };
             if let Some(text) = text {
                 shown += text.len();
-                match splice(raw, span.start, &block.span, text) {
+                match splice(raw, span.start, &block.origin.span, text) {
                     Some(item) => out.push(item),
                     None => out.push(raw.to_string()),
                 }
@@ -194,7 +193,7 @@ pub(super) fn apply<H: Services + ?Sized>(
         edits.replace_span(shape.content.clone(), format!("[{}]", out.join(",")));
         for &i in &positions {
             if let Some(b) = blocks.get_mut(i) {
-                b.written = true;
+                b.written();
             }
         }
         report.push(Decision {
@@ -218,14 +217,6 @@ pub(super) fn apply<H: Services + ?Sized>(
         if let Some(f) = done.figures {
             report.store = Some(f);
         }
-    }
-}
-
-fn framing(b: &Block) -> TextKind {
-    if b.encoded {
-        TextKind::Toon(b.policy.toon.header)
-    } else {
-        TextKind::Text
     }
 }
 

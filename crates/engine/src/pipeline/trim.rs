@@ -29,19 +29,20 @@ pub(super) fn plan_trim(
     let t = &settings.trim;
     let mut eligible = Vec::new();
     for (i, (block, intent)) in blocks.iter().zip(intents).enumerate() {
-        if !block.policy.trim || (t.blocks == crate::config::TrimBlocks::First && block.index != 0)
+        if !block.origin.policy.trim
+            || (t.blocks == crate::config::TrimBlocks::First && block.origin.index != 0)
         {
             continue;
         }
-        let reason = if block.queried {
+        let reason = if block.is_queried() {
             Some(Reason::TrimQueryApplied)
-        } else if intent.is_none() && block.intent_too_long {
+        } else if intent.is_none() && block.origin.intent_too_long {
             Some(Reason::TrimIntentTooLong)
         } else if intent.is_none() {
             Some(Reason::TrimNoIntent)
         } else if block.text.len() <= t.threshold_bytes {
             Some(Reason::TrimBelowThreshold)
-        } else if block.structured {
+        } else if block.origin.structured {
             // Trimming `content` alone would leave it contradicting
             // `structuredContent`, and trimming that would break the
             // tool's `outputSchema` (MCP 2025-06-18 "Structured Content").
@@ -56,10 +57,10 @@ pub(super) fn plan_trim(
     }
     // One callout per response, for one call's blocks.
     let first = *eligible.first()?;
-    let id = &blocks.get(first)?.id;
+    let id = &blocks.get(first)?.origin.id;
     let same_call: Vec<usize> = eligible
         .into_iter()
-        .filter(|&i| blocks.get(i).is_some_and(|b| &b.id == id))
+        .filter(|&i| blocks.get(i).is_some_and(|b| &b.origin.id == id))
         .collect();
     let chosen = trim::select(t.blocks, &same_call);
     let intent = intents.get(first)?.as_deref()?;
@@ -124,9 +125,7 @@ pub(super) fn apply_trim(
                     after,
                     false,
                 ));
-                block.set_text(e.to_string());
-                block.trim_note = Some(note.clone());
-                block.trimmed = true;
+                block.trimmed_to(e.to_string(), note.clone());
             }
             Err(reason) => report.push(block.passthrough(Stage::Trim, reason)),
         }

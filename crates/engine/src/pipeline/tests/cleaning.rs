@@ -137,10 +137,10 @@ fn compaction_below_the_toon_threshold_is_taken() {
 }
 
 /// A lone block the clean stage would only compact is read by TOON as it
-/// is, measured as its compact form (`Block::deferred`): its text and its
-/// records are what compacting it first, then encoding the compact text,
-/// gives, for tables pretty or spaced at the root or below it, and for
-/// blocks TOON leaves (no table, too small, not JSON, a `\u` escape, a
+/// is, measured as its compact form (`block::Form::Deferred`): its text
+/// and its records are what compacting it first, then encoding the
+/// compact text, gives, for tables pretty or spaced at the root or below
+/// it, and for blocks TOON leaves (no table, too small, not JSON, a `\u` escape, a
 /// table whose rows differ).
 #[test]
 fn a_block_compacted_only_if_toon_leaves_it_gets_the_compact_texts_answer() {
