@@ -2,6 +2,7 @@
 //! through the pipeline in one piece.
 
 use super::collect::Collecting;
+use super::response::Reading;
 use super::{Exchange, Flow, Out, Phase, Services, Step};
 use crate::outcome::Reason;
 use crate::pipeline::{self, Output, Started};
@@ -13,10 +14,13 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn Services,
     ) -> Step {
-        let kept = !self.response.body.bytes.is_empty();
+        let Phase::Response(Reading::Buffering(body)) = &mut self.phase else {
+            return Step::input();
+        };
+        let kept = !body.bytes.is_empty();
         // A tool with a budget may be held past `max_body_bytes`.
         let max = self.response.limit;
-        match self.response.body.push(chunk, end_of_stream, max) {
+        match body.push(chunk, end_of_stream, max) {
             // Continue on an emptied buffer: a paused body makes Envoy hold
             // the final replacement against its buffer limit. Held headers
             // must pause.
@@ -26,15 +30,15 @@ impl Exchange {
                 Flow::Continue
             }),
             Collecting::TooLarge | Collecting::NotOneValue => {
-                let reason = if self.response.body.seen > max {
+                let reason = if body.seen > max {
                     Reason::ResponseTooLarge
                 } else {
                     Reason::MalformedResponse
                 };
                 // What was taken out goes back in front of this chunk,
                 // unchanged.
+                let body = body.take_with(chunk);
                 self.pass_response(reason);
-                let body = self.response.body.take_with(chunk);
                 let mut step = if kept {
                     Step::send(body)
                 } else {
@@ -96,7 +100,7 @@ impl Exchange {
         match job.callout().cloned() {
             // Everything waits for the reply, which sends the body.
             Some(request) => {
-                self.response.job = Some((job, after));
+                self.phase = Phase::Response(Reading::Waiting(Box::new((job, after))));
                 Step::swallow(Flow::Pause).with_callout(request)
             }
             None => match self.finish_job(job, None, sessions) {
@@ -141,13 +145,15 @@ impl Exchange {
 
     /// With held headers, the `content-length` the response goes out with:
     /// `sent` bytes now (none: the server's length stands), then what the
-    /// server has still to send.
+    /// server has still to send. (Headers are held only for a body of
+    /// known length the core reads whole, so every byte of it so far was
+    /// handed to the core: `bytes` counts them.)
     pub(super) fn final_length(&self, sent: Option<usize>) -> Option<usize> {
         if !self.response.hold_headers {
             return None;
         }
         let announced = self.response.length?;
-        let remaining = announced.saturating_sub(self.response.body.seen);
+        let remaining = announced.saturating_sub(self.response.bytes);
         Some(sent.map_or(announced, |n| n.saturating_add(remaining)))
     }
 }

@@ -4,6 +4,7 @@
 //! on as it came (`vm_memory_budget`).
 
 use super::growth::grown;
+use super::response::Reading;
 use super::{Direction, Exchange, Phase, Step};
 use crate::outcome::Reason;
 
@@ -23,29 +24,20 @@ impl Exchange {
     /// length counts whole from its headers: it is collected into one
     /// buffer of that size.
     pub(crate) fn memory(&self) -> usize {
-        let body = &self.response.body;
-        let announced = match self.phase {
-            Phase::Buffering => body.announced().unwrap_or(0),
+        let response = match &self.phase {
+            Phase::Response(Reading::Buffering(body)) => {
+                body.bytes.capacity().max(body.announced().unwrap_or(0))
+            }
+            Phase::Response(Reading::Streaming(state)) => state.memory(),
+            Phase::Response(Reading::Waiting(waiting)) => {
+                let (job, after) = waiting.as_ref();
+                job.body_len()
+                    .saturating_mul(crate::config::VM_WORK_FACTOR)
+                    .saturating_add(after.capacity())
+            }
             _ => 0,
         };
-        let collected = body.bytes.capacity().max(announced);
-        let stream = self
-            .response
-            .stream
-            .as_ref()
-            .map_or(0, super::stream::SseState::memory);
-        let job = self.response.job.as_ref().map_or(0, |(j, after)| {
-            j.body_len()
-                .saturating_mul(crate::config::VM_WORK_FACTOR)
-                .saturating_add(after.capacity())
-        });
-        self.request
-            .body
-            .bytes
-            .capacity()
-            .saturating_add(collected)
-            .saturating_add(stream)
-            .saturating_add(job)
+        self.request.body.bytes.capacity().saturating_add(response)
     }
 
     /// The stream would hold more than its share of the VM's budget with
@@ -60,12 +52,18 @@ impl Exchange {
     /// sized for it already), and an event stream's chunk waits in its
     /// framer and queue.
     pub(super) fn over_room(&self, more: usize) -> bool {
-        let body = &self.response.body.bytes;
-        let grows = match (&self.response.job, self.phase) {
-            (Some((_, after)), _) => grown(after.capacity(), after.len(), more) - after.capacity(),
-            (None, Phase::Buffering) if self.response.body.announced().is_some() => 0,
-            (None, Phase::Buffering) => grown(body.capacity(), body.len(), more) - body.capacity(),
-            (None, _) => self.response.stream.as_ref().map_or(0, |s| s.growth(more)),
+        let grows = match &self.phase {
+            Phase::Response(Reading::Waiting(waiting)) => {
+                let after = &waiting.1;
+                grown(after.capacity(), after.len(), more) - after.capacity()
+            }
+            Phase::Response(Reading::Buffering(body)) if body.announced().is_some() => 0,
+            Phase::Response(Reading::Buffering(body)) => {
+                let bytes = &body.bytes;
+                grown(bytes.capacity(), bytes.len(), more) - bytes.capacity()
+            }
+            Phase::Response(Reading::Streaming(state)) => state.growth(more),
+            _ => 0,
         };
         self.memory().saturating_add(grows) > self.room
     }

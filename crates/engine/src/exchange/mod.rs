@@ -42,6 +42,7 @@ use crate::host::Direction;
 use crate::outcome::Reason;
 use crate::page::LocalReply;
 use crate::report::{Decision, Report};
+use response::Reading;
 
 /// Most decisions a stream's record keeps; older ones are counted in
 /// metrics, then only their number stays (`omitted` in the record).
@@ -218,26 +219,28 @@ impl Step {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a stream stands: its request is read, then its response, until
+/// nothing more can change.
+#[derive(Debug)]
 enum Phase {
     /// Waiting for a request body worth reading.
     Request,
     /// The request is a tool call (or listing, or a legacy event stream).
     Interested,
-    /// Collecting a JSON response body.
-    Buffering,
-    /// Rewriting an event stream.
-    Streaming,
+    /// The response body is read ([`Reading`]).
+    Response(Reading),
     /// Nothing more to do on this stream.
     Done,
 }
 
-/// Per-stream state: what the stream is (its settings, scope, phase, the
-/// host's facts, the owner of its pages, its record and its share of the
-/// VM's memory), and four parts, each with its own file: the request side
-/// ([`request::RequestSide`]), the response side ([`response::ResponseSide`]),
-/// a page call ([`paging::PageCall`]) and the 2024-11-05 session
-/// ([`session::Legacy`]).
+/// Per-stream state: what the stream is (its settings, scope, the host's
+/// facts, the owner of its pages, its record and its share of the VM's
+/// memory), its phase, which holds the response body in the state it is
+/// read in ([`response::Reading`]: collected, streamed, or waiting for a
+/// callout), and four parts, each with its own file: the request side
+/// ([`request::RequestSide`]), the response's facts
+/// ([`response::ResponseSide`]), a page call ([`paging::PageCall`]) and the
+/// 2024-11-05 session ([`session::Legacy`]).
 #[derive(Debug)]
 pub struct Exchange {
     settings: Arc<Settings>,
@@ -316,7 +319,7 @@ impl Exchange {
         }
         // Any other answer: the server did not take the calls.
         self.legacy.pending.clear();
-        if self.phase != Phase::Interested {
+        if !matches!(self.phase, Phase::Interested) {
             self.phase = Phase::Done;
             if head.end_of_stream {
                 self.measured_end();
@@ -377,21 +380,22 @@ impl Exchange {
             return ResponsePlan::Pass;
         }
         if sse {
-            self.phase = Phase::Streaming;
             // A result that will be cut may be held past the event limit.
             let max_event = if self.response.limit > self.settings.max_response_bytes {
                 self.settings.max_event_bytes.max(self.response.limit)
             } else {
                 self.settings.max_event_bytes
             };
-            self.response.stream = Some(stream::SseState::new(max_event));
+            let state = Box::new(stream::SseState::new(max_event));
+            self.phase = Phase::Response(Reading::Streaming(state));
             return ResponsePlan::Rewrite {
                 hold_headers: false,
             };
         }
-        self.phase = Phase::Buffering;
         self.response.length = head.content_length;
-        self.response.body.expect(head.content_length);
+        let mut body = collect::Collected::default();
+        body.expect(head.content_length);
+        self.phase = Phase::Response(Reading::Buffering(body));
         // Hold only a body of known length the core will buffer whole: it
         // then ends in one rewrite. A body of unknown length may end past
         // the limit, and held headers would keep a stale length. And only
@@ -411,7 +415,7 @@ impl Exchange {
     /// The response is not worth reading: nothing in it can change (or the
     /// stream is already decided). The host need not look at its headers.
     pub(crate) fn ignores_response(&self) -> bool {
-        self.phase != Phase::Interested
+        !matches!(self.phase, Phase::Interested)
     }
 
     /// The summary header to set on response headers that go out now, for
@@ -425,7 +429,6 @@ impl Exchange {
     /// The response headers could not be changed as the plan said (the
     /// host refused): the body must keep its bytes.
     pub(crate) fn response_headers_refused(&mut self, reason: Reason) {
-        self.response.stream = None;
         self.pass_response(reason);
     }
 
@@ -453,36 +456,50 @@ impl Exchange {
         if self.reads_response() && self.over_room(chunk.len()) {
             return self.over_budget(chunk);
         }
-        if let Some((_, after)) = self.response.job.as_mut() {
-            // Bytes after the value, while its callout runs: they follow it,
-            // up to `trim.max_queued_bytes`; past it the value goes on
-            // without its callout.
-            after.extend_from_slice(chunk);
-            if after.len() <= self.settings.trim.max_queued_bytes {
-                return Step::swallow(Flow::Pause);
+        match &mut self.phase {
+            Phase::Response(Reading::Waiting(waiting)) => {
+                // Bytes after the value, while its callout runs: they
+                // follow it, up to `trim.max_queued_bytes`; past it the
+                // value goes on without its callout.
+                waiting.1.extend_from_slice(chunk);
+                if waiting.1.len() <= self.settings.trim.max_queued_bytes {
+                    return Step::swallow(Flow::Pause);
+                }
+                let Some((mut job, after)) = self.take_waiting() else {
+                    return Step::swallow(Flow::Pause);
+                };
+                job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
+                let (out, original) = self.finish_job(job, None, sessions);
+                self.final_body(out, original, after)
             }
-            let Some((mut job, after)) = self.response.job.take() else {
-                return Step::swallow(Flow::Pause);
-            };
-            job.give_up_trim(Reason::TrimQueueFull, &mut self.report);
-            let (out, original) = self.finish_job(job, None, sessions);
-            return self.final_body(out, original, after);
-        }
-        match self.phase {
-            Phase::Streaming => self.stream_chunk(chunk, end_of_stream, sessions),
-            Phase::Buffering => self.json_chunk(chunk, end_of_stream, sessions),
+            Phase::Response(Reading::Streaming(_)) => {
+                self.stream_chunk(chunk, end_of_stream, sessions)
+            }
+            Phase::Response(Reading::Buffering(_)) => {
+                self.json_chunk(chunk, end_of_stream, sessions)
+            }
             _ => Step::input(),
+        }
+    }
+
+    /// The job waiting for its callout, and the bytes after its value: the
+    /// response is then done.
+    fn take_waiting(&mut self) -> Option<(crate::pipeline::Job, Vec<u8>)> {
+        if !matches!(self.phase, Phase::Response(Reading::Waiting(_))) {
+            return None;
+        }
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Response(Reading::Waiting(waiting)) => Some(*waiting),
+            _ => None,
         }
     }
 
     /// Response trailers arrived: the body ended without a last chunk.
     pub(crate) fn response_trailers(&mut self, sessions: &mut dyn Services) -> Step {
-        if self.response.job.is_some() {
-            return Step::swallow(Flow::Pause);
-        }
         let step = match self.phase {
-            Phase::Buffering => self.json_chunk(&[], true, sessions),
-            Phase::Streaming => self.stream_chunk(&[], true, sessions),
+            Phase::Response(Reading::Waiting(_)) => return Step::swallow(Flow::Pause),
+            Phase::Response(Reading::Buffering(_)) => self.json_chunk(&[], true, sessions),
+            Phase::Response(Reading::Streaming(_)) => self.stream_chunk(&[], true, sessions),
             _ => Step::input(),
         };
         self.measured_end();
@@ -492,11 +509,11 @@ impl Exchange {
     /// The outcome of the callout a [`Step::callout`] asked for. Always safe
     /// to call; without a pending callout it changes nothing.
     pub(crate) fn callout_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
-        if let Some((job, after)) = self.response.job.take() {
+        if let Some((job, after)) = self.take_waiting() {
             let (out, original) = self.finish_job(job, Some(reply), sessions);
             return self.final_body(out, original, after);
         }
-        if self.response.stream.is_some() {
+        if streaming(&mut self.phase).is_some() {
             return self.stream_reply(reply, sessions);
         }
         Step::send(Vec::new())
@@ -512,7 +529,7 @@ impl Exchange {
                 // stream instead): nothing of it is handed back, and its
                 // re-issued call is forgotten.
                 self.page.reissue = None;
-                if self.phase != Phase::Request || self.page.answering {
+                if !matches!(self.phase, Phase::Request) || self.page.answering {
                     return Vec::new();
                 }
                 // Bytes only read (not held back) went upstream already.
@@ -523,17 +540,17 @@ impl Exchange {
                     Vec::new()
                 }
             }
-            Direction::Response => {
-                let mut held = std::mem::take(&mut self.response.body.bytes);
-                if let Some((job, after)) = self.response.job.take() {
-                    held = job.into_original();
+            Direction::Response => match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Response(Reading::Buffering(mut body)) => body.take_with(&[]),
+                Phase::Response(Reading::Streaming(state)) => (*state).into_held(),
+                Phase::Response(Reading::Waiting(waiting)) => {
+                    let (job, after) = *waiting;
+                    let mut held = job.into_original();
                     held.extend(after);
+                    held
                 }
-                if let Some(state) = self.response.stream.take() {
-                    held.extend(state.into_held());
-                }
-                held
-            }
+                _ => Vec::new(),
+            },
         };
         self.phase = Phase::Done;
         held
@@ -578,24 +595,19 @@ impl Exchange {
     /// trailing event, events waiting behind a callout, and a collected
     /// JSON body.
     pub(crate) fn held_bytes(&self) -> usize {
-        let stream = self
-            .response
-            .stream
-            .as_ref()
-            .map_or(0, stream::SseState::held_bytes);
-        let job = self
-            .response
-            .job
-            .as_ref()
-            .map_or(0, |(j, after)| j.body_len().saturating_add(after.len()));
-        stream
-            .saturating_add(self.response.body.bytes.len())
-            .saturating_add(job)
+        match &self.phase {
+            Phase::Response(Reading::Buffering(body)) => body.bytes.len(),
+            Phase::Response(Reading::Streaming(state)) => state.held_bytes(),
+            Phase::Response(Reading::Waiting(waiting)) => {
+                waiting.0.body_len().saturating_add(waiting.1.len())
+            }
+            _ => 0,
+        }
     }
 
     /// Request bytes the core holds back (an argument may come out).
     pub(crate) fn held_request_bytes(&self) -> usize {
-        if self.phase == Phase::Request && self.holds_request() {
+        if matches!(self.phase, Phase::Request) && self.holds_request() {
             self.request.body.bytes.len()
         } else {
             0
@@ -605,30 +617,36 @@ impl Exchange {
     /// The core wants the request body's bytes (else the host need not
     /// read them).
     pub(crate) fn reads_request(&self) -> bool {
-        self.phase == Phase::Request || self.page.answering
+        matches!(self.phase, Phase::Request) || self.page.answering
     }
 
     /// The core wants the response body's bytes.
     pub(crate) fn reads_response(&self) -> bool {
-        matches!(self.phase, Phase::Buffering | Phase::Streaming) || self.response.job.is_some()
+        matches!(self.phase, Phase::Response(_))
     }
 
     /// A callout is in flight: its block is half-decided.
     pub(crate) fn waiting(&self) -> bool {
-        self.response.job.is_some()
-            || self
-                .response
-                .stream
-                .as_ref()
-                .is_some_and(stream::SseState::waiting)
+        match &self.phase {
+            Phase::Response(Reading::Waiting(_)) => true,
+            Phase::Response(Reading::Streaming(state)) => state.waiting(),
+            _ => false,
+        }
     }
 
     /// Nothing more can change on this stream (its report is final unless
     /// the stream is still flowing).
     pub(crate) fn is_done(&self) -> bool {
-        self.phase == Phase::Done
-            && self.response.job.is_none()
-            && self.response.measured.is_empty()
+        matches!(self.phase, Phase::Done) && self.response.measured.is_empty()
+    }
+}
+
+/// The event stream's state while it is rewritten (a function of the
+/// phase alone, so that the exchange's other fields stay free to borrow).
+fn streaming(phase: &mut Phase) -> Option<&mut stream::SseState> {
+    match phase {
+        Phase::Response(Reading::Streaming(state)) => Some(state),
+        _ => None,
     }
 }
 

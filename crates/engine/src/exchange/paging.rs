@@ -228,11 +228,7 @@ impl Exchange {
         sessions: &mut dyn Services,
     ) -> (Output, Option<Vec<u8>>) {
         let mut spare = crate::stage::toon::Allowance::per_response();
-        let toon = self
-            .response
-            .stream
-            .as_mut()
-            .map_or(&mut spare, |s| &mut s.toon_budget);
+        let toon = super::streaming(&mut self.phase).map_or(&mut spare, |s| &mut s.toon_budget);
         // What listings teach about tools is kept per server, not per
         // cluster (`page::tools`).
         let server = self.stream_info.server();

@@ -129,7 +129,7 @@ impl Exchange {
         if let Some(step) = self.page_call_rest() {
             return step;
         }
-        if self.phase != Phase::Request {
+        if !matches!(self.phase, Phase::Request) {
             return Step::input();
         }
         let rewrites = self.rewrites_request();
@@ -211,7 +211,7 @@ impl Exchange {
         if let Some(step) = self.page_call_rest() {
             return step;
         }
-        if self.phase != Phase::Request {
+        if !matches!(self.phase, Phase::Request) {
             return Step::input();
         }
         self.request_chunk(&[], true, sessions)
@@ -388,7 +388,7 @@ impl Exchange {
     /// and they go upstream first, as they came — the server answered
     /// without them, so a rewrite would be too late.
     pub(crate) fn response_started(&mut self, sessions: &mut dyn Services) -> Vec<u8> {
-        if self.phase != Phase::Request {
+        if !matches!(self.phase, Phase::Request) {
             return Vec::new();
         }
         let held_back = self.rewrites_request();

@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Exchange, Flow, Out, Services, Step};
+use super::{streaming, Exchange, Flow, Out, Services, Step};
 use crate::callout::LlmReply;
 use crate::outcome::Reason;
 use crate::pipeline::{self, Job, Output, Started};
@@ -145,7 +145,7 @@ impl Exchange {
         end_of_stream: bool,
         sessions: &mut dyn Services,
     ) -> Step {
-        let Some(state) = self.response.stream.as_mut() else {
+        let Some(state) = streaming(&mut self.phase) else {
             return Step::input();
         };
         let mut units = state.framer.push(chunk);
@@ -165,7 +165,7 @@ impl Exchange {
 
     pub(super) fn stream_reply(&mut self, reply: &LlmReply, sessions: &mut dyn Services) -> Step {
         let mut sent = Sent::default();
-        let pending = self.response.stream.as_mut().and_then(|s| s.pending.take());
+        let pending = streaming(&mut self.phase).and_then(|s| s.pending.take());
         if let Some((event, job)) = pending {
             let (out, _) = self.finish_job(job, Some(reply), sessions);
             sent.event(with_output(event, out));
@@ -209,14 +209,14 @@ impl Exchange {
                     }
                     EventPlan::Callout(pending) => {
                         callout = pending.1.callout().cloned();
-                        if let Some(state) = self.response.stream.as_mut() {
+                        if let Some(state) = streaming(&mut self.phase) {
                             state.pending = Some(*pending);
                         }
                     }
                 },
             }
         }
-        let waiting = self.response.stream.as_ref().is_some_and(SseState::waiting);
+        let waiting = streaming(&mut self.phase).is_some_and(|s| s.waiting());
         let out = match (chunk, sent.original) {
             (Some(c), None) if c == sent.bytes.as_slice() => Out::Input,
             (_, original) => Out::Bytes {
@@ -264,7 +264,7 @@ impl Exchange {
 
     /// The next queued unit, unless a callout holds the queue.
     fn next_unit(&mut self) -> Option<Unit> {
-        let state = self.response.stream.as_mut()?;
+        let state = streaming(&mut self.phase)?;
         if state.pending.is_some() {
             return None;
         }
