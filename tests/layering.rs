@@ -72,8 +72,9 @@ const FLOORS: &[(&str, u8)] = &[
     // Engine: carries out what the exchange decided, for any host.
     ("driver", 9),
     // Engine: the scripted host the engine's tests, fuzz targets and
-    // benchmarks drive it with.
+    // benchmarks drive it with, and what its unit tests share.
     ("sim", 10),
+    ("testkit", 10),
     // Hosts.
     ("adapter", 11),
     ("httpwasm", 11),

@@ -20,6 +20,8 @@ pub mod pipeline;
 pub mod shared;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
+#[cfg(test)]
+mod testkit;
 
 pub use config::{ConfigError, Settings};
 pub use exchange::Exchange;

@@ -72,14 +72,7 @@ fn trimmed(_: &LlmRequest) -> LlmReply {
 }
 
 fn reasons(t: &Transcript) -> Vec<Reason> {
-    t.report
-        .decisions
-        .iter()
-        .filter_map(|d| match d.outcome {
-            Outcome::Passthrough(r) => Some(r),
-            _ => None,
-        })
-        .collect()
+    crate::testkit::passthroughs(&t.report)
 }
 
 const CONFIGS: &[&str] = &[

@@ -3,36 +3,11 @@
 //! calls lose the intent argument, and results whose structured form a
 //! trim would contradict.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use super::*;
-use crate::outcome::Outcome;
 use crate::shared::SharedMemory as Store;
-
-fn exchange(config: &str) -> Exchange {
-    Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
-}
-
-fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
-    let stream = StreamInfo::default();
-    e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: false,
-        headers: &[],
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
-    });
-    e.request_chunk(body, true, store)
-}
+use crate::testkit::{exchange, passthroughs, post, sent};
 
 fn call(id: &str, tool: &str, arguments: Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(id).unwrap(), "method": "tools/call",
@@ -41,19 +16,8 @@ fn call(id: &str, tool: &str, arguments: Value) -> Vec<u8> {
     .into_bytes()
 }
 
-fn sent(step: &Step, input: &[u8]) -> Vec<u8> {
-    match &step.out {
-        Out::Input => input.to_vec(),
-        Out::Bytes { bytes, .. } => bytes.clone(),
-    }
-}
-
 fn head(media: &'static str) -> ResponseHead<'static> {
-    ResponseHead {
-        status: Some(200),
-        content_type: Some(media),
-        ..ResponseHead::default()
-    }
+    crate::testkit::response_head(media, None)
 }
 
 fn table(n: usize) -> String {
@@ -71,17 +35,6 @@ fn result(id: u32, extra: Value) -> String {
         r.extend(more);
     }
     json!({"jsonrpc": "2.0", "id": id, "result": r}).to_string()
-}
-
-fn passthroughs(e: &Exchange) -> Vec<Reason> {
-    e.report()
-        .decisions
-        .iter()
-        .filter_map(|d| match d.outcome {
-            Outcome::Passthrough(r) => Some(r),
-            _ => None,
-        })
-        .collect()
 }
 
 const TRIM: &str = r#"{"trim":{"enabled":true,"threshold_bytes":100,"max_queued_bytes":1024}}"#;
@@ -120,7 +73,7 @@ fn events_behind_a_callout_wait_up_to_max_queued_bytes() {
     let out = String::from_utf8(sent(&step, more.as_bytes())).unwrap();
     assert!(out.starts_with("data: {") && out.contains("[mcp-toon/v1]"));
     assert!(out.ends_with(&format!("{full}{more}")));
-    assert!(passthroughs(&e).contains(&Reason::TrimQueueFull));
+    assert!(passthroughs(e.report()).contains(&Reason::TrimQueueFull));
     assert!(!e.waiting());
     // The reply that comes later changes nothing.
     let late = e.callout_reply(&LlmReply::NotSent, &mut store);
@@ -145,7 +98,10 @@ fn an_event_larger_than_max_queued_bytes_gets_no_callout() {
         assert_eq!(event.len(), 1024 + extra);
         let step = e.response_chunk(event.as_bytes(), false, &mut store);
         assert_eq!(step.callout.is_some(), callout, "{extra}");
-        assert_eq!(passthroughs(&e).contains(&Reason::TrimQueueFull), !callout);
+        assert_eq!(
+            passthroughs(e.report()).contains(&Reason::TrimQueueFull),
+            !callout
+        );
         if !callout {
             assert_eq!(step.flow, Flow::Continue);
             let out = String::from_utf8(sent(&step, event.as_bytes())).unwrap();
@@ -171,7 +127,7 @@ fn bytes_after_a_json_value_wait_up_to_max_queued_bytes() {
     let out = sent(&step, b"\n");
     assert!(out.ends_with(&[&spaces[..], b"\n"].concat()));
     assert!(String::from_utf8_lossy(&out).contains("[mcp-toon/v1]"));
-    assert!(passthroughs(&e).contains(&Reason::TrimQueueFull));
+    assert!(passthroughs(e.report()).contains(&Reason::TrimQueueFull));
 }
 
 #[test]
@@ -189,7 +145,7 @@ fn an_intent_past_its_limit_is_not_sent_but_still_taken_out() {
         let step = e.response_chunk(response.as_bytes(), true, &mut store);
         assert_eq!(step.callout.is_some(), callout);
         if !callout {
-            assert!(passthroughs(&e).contains(&Reason::TrimIntentTooLong));
+            assert!(passthroughs(e.report()).contains(&Reason::TrimIntentTooLong));
         }
     }
 }
@@ -203,7 +159,7 @@ fn a_result_with_structured_content_is_not_trimmed() {
     let response = result(1, json!({"structuredContent": {"rows": 30}}));
     let step = e.response_chunk(response.as_bytes(), true, &mut store);
     assert!(step.callout.is_none());
-    assert!(passthroughs(&e).contains(&Reason::TrimStructuredContent));
+    assert!(passthroughs(e.report()).contains(&Reason::TrimStructuredContent));
     // `null` is no structured content.
     let mut e = exchange(TRIM);
     into_trimmed_call(&mut e, &mut store);
@@ -238,7 +194,7 @@ fn ids_and_tool_names_past_their_limits_are_not_followed() {
             followed,
             "{id} {tool}: the response is read only when the call is followed"
         );
-        assert_eq!(passthroughs(&e).first().copied(), reason);
+        assert_eq!(passthroughs(e.report()).first().copied(), reason);
     }
 }
 
@@ -356,7 +312,7 @@ fn the_declaring_tools_record_at_its_limit() {
         );
         e.response_headers(head("application/json"), &mut store);
         e.response_chunk(listing.as_bytes(), true, &mut store);
-        let counted = passthroughs(&e)
+        let counted = passthroughs(e.report())
             .iter()
             .filter(|r| **r == Reason::ListingRecordFull)
             .count();
@@ -435,7 +391,10 @@ fn a_request_decided_at_its_body_keeps_the_limits_and_the_intent_rule() {
     let step = post(&mut e, &body, &mut store);
     // The call past the limit is skipped; the other changes nothing.
     assert!(e.ignores_response(), "{:?}", e.report());
-    assert_eq!(passthroughs(&e), vec![Reason::IdTooLong, Reason::ModeOff]);
+    assert_eq!(
+        passthroughs(e.report()),
+        vec![Reason::IdTooLong, Reason::ModeOff]
+    );
     let upstream: Value = serde_json::from_slice(&sent(&step, &body)).unwrap();
     assert_eq!(
         upstream[0]["params"]["arguments"],
@@ -534,7 +493,7 @@ fn max_response_bytes_reads_a_body_of_its_size_and_passes_a_larger_one_whole() {
             "one byte past the limit ({with_length}): as sent"
         );
         assert_eq!(
-            passthroughs(&e),
+            passthroughs(e.report()),
             [Reason::ResponseTooLarge],
             "({with_length})"
         );

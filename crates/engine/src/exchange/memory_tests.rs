@@ -3,55 +3,21 @@
 //! whole says, and what one server's listing may teach about another's
 //! tools.
 
-use std::sync::Arc;
-
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::*;
 use crate::outcome::Outcome;
 use crate::shared::SharedMemory as Store;
-
-fn exchange(config: &str) -> Exchange {
-    Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
-}
-
-fn post_on(e: &mut Exchange, stream: &StreamInfo, body: &[u8], store: &mut Store) -> Step {
-    e.request_headers(RequestHead {
-        stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: false,
-        headers: &[],
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
-    });
-    e.request_chunk(body, true, store)
-}
-
-fn post(e: &mut Exchange, body: &[u8], store: &mut Store) -> Step {
-    post_on(e, &StreamInfo::default(), body, store)
-}
+use crate::testkit::{
+    exchange, passthroughs, post, post_on, request_head, response_head as head, sent,
+};
 
 fn call(id: u32, tool: &str) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": tool, "arguments": {}}})
     .to_string()
     .into_bytes()
-}
-
-fn head(media: &'static str, length: Option<usize>) -> ResponseHead<'static> {
-    ResponseHead {
-        status: Some(200),
-        content_type: Some(media),
-        content_length: length,
-        ..ResponseHead::default()
-    }
 }
 
 /// A tool result whose text is a table of `rows` rows (TOON encodes it).
@@ -63,24 +29,6 @@ fn result(id: u32, rows: usize) -> Vec<u8> {
            "result": {"content": [{"type": "text", "text": Value::Array(table).to_string()}]}})
     .to_string()
     .into_bytes()
-}
-
-fn sent(step: &Step, input: &[u8]) -> Vec<u8> {
-    match &step.out {
-        Out::Input => input.to_vec(),
-        Out::Bytes { bytes, .. } => bytes.clone(),
-    }
-}
-
-fn passthroughs(e: &Exchange) -> Vec<Reason> {
-    e.report()
-        .decisions
-        .iter()
-        .filter_map(|d| match d.outcome {
-            Outcome::Passthrough(r) => Some(r),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Answers `e`'s call with `body` in chunks of `chunk` bytes, the room
@@ -142,7 +90,7 @@ fn a_body_of_known_length_is_read_within_the_room_and_passes_one_byte_past() {
             assert!(e.report().summary().contains("encoded=1"));
         } else {
             assert_eq!(out, body, "room {room}: as sent");
-            assert_eq!(passthroughs(&e), [Reason::VmMemoryBudget]);
+            assert_eq!(passthroughs(e.report()), [Reason::VmMemoryBudget]);
         }
     }
 }
@@ -167,7 +115,7 @@ fn the_room_bounds_what_a_stream_holds_and_nothing_is_lost() {
             let mut e = exchange("{}");
             post(&mut e, &call(1, "rows"), &mut store);
             let out = answer(&mut e, media, body, announced, chunk, room, &mut store);
-            let reasons = passthroughs(&e);
+            let reasons = passthroughs(e.report());
             if reasons.contains(&Reason::VmMemoryBudget) {
                 prop_assert_eq!(&out[..], body, "{} {}", media, room);
             } else {
@@ -209,7 +157,7 @@ fn an_event_stream_past_its_room_releases_what_it_held() {
     assert_eq!(sent(&step, b), second);
     let step = e.response_chunk(&first, true, &mut store);
     assert_eq!(step, Step::input());
-    assert!(passthroughs(&e).contains(&Reason::VmMemoryBudget));
+    assert!(passthroughs(e.report()).contains(&Reason::VmMemoryBudget));
     assert_eq!(e.memory(), 0);
 }
 
@@ -223,18 +171,8 @@ fn a_request_past_its_room_passes() {
         e.allow(room);
         let stream = StreamInfo::default();
         e.request_headers(RequestHead {
-            stream: &stream,
-            method: "POST",
-            path: "/mcp",
-            content_type: Some("application/json"),
             accept: None,
-            end_of_stream: false,
-            headers: &[],
-            mcp_method: None,
-            mcp_name: None,
-            owner_metadata: None,
-            reissue_mark: None,
-            now_ms: 0,
+            ..request_head(&stream, "POST", Some("application/json"))
         });
         let (a, b) = body.split_at(body.len() / 3);
         let first = e.request_chunk(a, false, &mut store);
@@ -243,7 +181,7 @@ fn a_request_past_its_room_passes() {
         out.extend(sent(&second, b));
         assert_eq!(out, body, "room {room}");
         assert_eq!(
-            passthroughs(&e).contains(&Reason::VmMemoryBudget),
+            passthroughs(e.report()).contains(&Reason::VmMemoryBudget),
             !kept,
             "room {room}"
         );
@@ -354,18 +292,9 @@ fn a_get_answered_405_leaves_no_record() {
         let mut e = exchange("{}");
         let stream = StreamInfo::default();
         e.request_headers(RequestHead {
-            stream: &stream,
-            method: "GET",
-            path: "/mcp",
-            content_type: None,
             accept: Some("text/event-stream"),
             end_of_stream: true,
-            headers: &[],
-            mcp_method: None,
-            mcp_name: None,
-            owner_metadata: None,
-            reissue_mark: None,
-            now_ms: 0,
+            ..request_head(&stream, "GET", None)
         });
         let response_head = ResponseHead {
             status: Some(status),
@@ -496,7 +425,7 @@ fn a_servers_slot_is_not_taken_by_another_server() {
     );
     e.response_headers(head("application/json", None), &mut store);
     e.response_chunk(&listing(declares("lookup")), true, &mut store);
-    assert_eq!(passthroughs(&e), [Reason::ListingRecordFull]);
+    assert_eq!(passthroughs(e.report()), [Reason::ListingRecordFull]);
     assert_eq!(
         call_on(&a, "search", &mut store)["params"]["arguments"]["jmespath"],
         "own"

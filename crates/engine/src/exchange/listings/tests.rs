@@ -5,13 +5,9 @@ use serde_json::{json, Value};
 use super::super::{Exchange, Flow, Out, RequestHead, ResponseHead, Step};
 use crate::config::{Settings, StreamInfo};
 use crate::outcome::{Outcome, Reason, Stage};
-use crate::shared::{Entropy, SharedMemory};
+use crate::shared::SharedMemory;
 
-fn shared() -> SharedMemory {
-    let mut m = SharedMemory::with(Entropy::Seeded(7));
-    m.now_ms = 1_700_000_000_000;
-    m
-}
+use crate::testkit::{request_head, shared};
 
 fn settings(listings: &str, extra: &str) -> Arc<Settings> {
     Arc::new(
@@ -58,18 +54,10 @@ fn request(
         Vec::new()
     };
     let plan = e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: false,
         headers: &headers,
         mcp_method: method.as_deref().filter(|_| modern),
         mcp_name: name.as_deref().filter(|_| modern),
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
+        ..request_head(&stream, "POST", Some("application/json"))
     });
     assert!(plan.read_body);
     e.request_chunk(body, true, shared)
@@ -539,7 +527,7 @@ fn get_stream(
     e.request_headers(RequestHead {
         accept: Some("text/event-stream"),
         end_of_stream: true,
-        ..super::super::tests::head(&info, "GET", None)
+        ..request_head(&info, "GET", None)
     });
     e.response_headers(event_stream(), shared);
     let body = events.as_bytes();

@@ -5,16 +5,10 @@ use serde_json::{json, Value};
 use super::super::{Exchange, Flow, Out, RequestHead, ResponseHead, ResponsePlan};
 use crate::config::{Settings, StreamInfo};
 use crate::exchange::UpstreamReply;
-use crate::shared::{Entropy, SharedMemory};
-use crate::Reason;
+use crate::shared::SharedMemory;
 
-/// Shared data of one Envoy (pages and legacy records), at a fixed time,
-/// with repeatable random bytes.
-fn shared() -> SharedMemory {
-    let mut m = SharedMemory::with(Entropy::Seeded(7));
-    m.now_ms = 1_700_000_000_000;
-    m
-}
+use crate::testkit::{request_head, shared};
+use crate::Reason;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 
@@ -66,18 +60,9 @@ fn request(
         .map(|s| vec![("mcp-session-id".to_string(), s.to_string())])
         .unwrap_or_default();
     let plan = e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
         accept: Some(accept),
-        end_of_stream: false,
         headers: &headers,
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
+        ..request_head(&stream, "POST", Some("application/json"))
     });
     assert!(plan.pause_headers, "paging holds request headers");
     let (a, b) = body.split_at(body.len() / 2);
@@ -330,18 +315,8 @@ fn without_paging_nothing_waits_and_nothing_is_answered_locally() {
     let mut e = Exchange::new(Arc::clone(&s));
     let stream = stream();
     let plan = e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
-        path: "/mcp",
-        content_type: Some("application/json"),
         accept: Some("application/json"),
-        end_of_stream: false,
-        headers: &[],
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
+        ..request_head(&stream, "POST", Some("application/json"))
     });
     assert!(!plan.pause_headers);
     let step = e.request_chunk(

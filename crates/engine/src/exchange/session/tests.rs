@@ -1,10 +1,10 @@
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use super::*;
-use crate::config::{Settings, StreamInfo};
+use crate::config::StreamInfo;
 use crate::exchange::{RequestHead, ResponseHead, ResponsePlan};
 use crate::shared::SharedMemory as Store;
+use crate::testkit::{exchange, request_head};
 
 #[test]
 fn session_from_either_sdk_spelling() {
@@ -42,10 +42,6 @@ fn refused(reason: Reason, id: &str, tool: &str) -> Vec<Decision> {
     }]
 }
 
-fn exchange(config: &str) -> Exchange {
-    Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
-}
-
 /// A 2024-11-05 POST of one `tools/call` in `session`, answered `status`.
 fn post(store: &mut Store, session: &str, id: &str, tool: &str, status: u16) -> Exchange {
     post_with(store, "{}", session, id, tool, status)
@@ -63,18 +59,9 @@ fn post_with(
     let stream = StreamInfo::default();
     let path = format!("/messages/?session_id={session}");
     e.request_headers(RequestHead {
-        stream: &stream,
-        method: "POST",
         path: &path,
-        content_type: Some("application/json"),
         accept: None,
-        end_of_stream: false,
-        headers: &[],
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
+        ..request_head(&stream, "POST", Some("application/json"))
     });
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#

@@ -1,36 +1,10 @@
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use super::*;
 use crate::outcome::Outcome;
-
-fn exchange(config: &str) -> Exchange {
-    Exchange::new(Arc::new(Settings::from_json(config).unwrap()))
-}
-
-/// A request head on `stream` (also the other test modules' of the exchange).
-pub(super) fn head<'a>(
-    stream: &'a StreamInfo,
-    method: &'a str,
-    ct: Option<&'a str>,
-) -> RequestHead<'a> {
-    RequestHead {
-        stream,
-        method,
-        path: "/mcp",
-        content_type: ct,
-        accept: Some("application/json, text/event-stream"),
-        end_of_stream: false,
-        headers: &[],
-        mcp_method: None,
-        mcp_name: None,
-        owner_metadata: None,
-        reissue_mark: None,
-        now_ms: 0,
-    }
-}
+use crate::testkit::{exchange, request_head as head, sent as sent_by};
 
 fn json_head(status: u16) -> ResponseHead<'static> {
     ResponseHead {
@@ -86,14 +60,6 @@ fn into_tool_call(e: &mut Exchange) {
     // Without trim the request is only read: chunks go upstream untouched.
     assert_eq!(e.request_chunk(a, false, &mut NoServices), Step::input());
     assert_eq!(e.request_chunk(b, true, &mut NoServices), Step::input());
-}
-
-/// The bytes a step sends on, given the bytes handed in.
-fn sent_by(step: &Step, input: &[u8]) -> Vec<u8> {
-    match &step.out {
-        Out::Input => input.to_vec(),
-        Out::Bytes { bytes, .. } => bytes.clone(),
-    }
 }
 
 /// The bytes of a step that is not the input unchanged.

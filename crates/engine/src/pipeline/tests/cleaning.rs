@@ -6,14 +6,6 @@ fn one(config: &str, tool: &str, text: &str) -> (Option<String>, Report) {
     run(&s, &call_request("1", tool), &body)
 }
 
-fn text_of(out: &str) -> String {
-    let v: Value = serde_json::from_str(out).unwrap();
-    v["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 fn transforms(report: &Report) -> Vec<&'static str> {
     report
         .decisions

@@ -89,6 +89,15 @@ fn result_body(id: &str, content: Value, extra: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":{content}{extra}}}}}"#)
 }
 
+/// The first content item's text of a result body.
+fn text_of(out: &str) -> String {
+    let v: Value = serde_json::from_str(out).unwrap();
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn run(settings: &Settings, request: &RequestInfo, body: &str) -> (Option<String>, Report) {
     let mut report = Report::default();
     let out = process_response(

@@ -37,14 +37,6 @@ fn one(config: &str, args: &str, text: &str) -> (Option<String>, Report) {
     run(&s, &request(args), &body)
 }
 
-fn text_of(out: &str) -> String {
-    let v: Value = serde_json::from_str(out).unwrap();
-    v["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
 fn value_of(text: &str) -> Value {
     match text.strip_prefix(crate::config::MARKER_PREFIX) {
         Some(_) => serde_json::from_str(&crate::convert::toon_to_json(text).unwrap()).unwrap(),

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::{call_request, result_body, run};
+use super::{call_request, result_body, run, text_of};
 use crate::config::Settings;
 use crate::marker::{python_line, python_note, MARKER_PREFIX, TUPLES_NOTE};
 use crate::outcome::{Outcome, Reason, Stage};
@@ -36,14 +36,6 @@ fn rows_value(n: usize) -> Value {
             })
             .collect(),
     )
-}
-
-fn text_of(out: &str) -> String {
-    let v: Value = serde_json::from_str(out).unwrap();
-    v["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 fn body(text: &str) -> String {
