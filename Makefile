@@ -11,11 +11,13 @@
 #                no Docker engine (scripts/oci.py: umoci, skopeo, oras); beside
 #                them build/oci/mcp-toon-traefik-<version>.tar.gz, the Traefik
 #                plugin directory for the release
-#   make traefik the same core as a Traefik middleware plugin (http-wasm):
-#                build/traefik/plugins-local/src/mcp-toon/ (.traefik.yml and
-#                plugin.wasm), ready for experimental.localPlugins
+#   make traefik the same core as a Traefik middleware plugin (http-wasm,
+#                crates/traefik: target/wasm32-wasip1/release/mcp_toon_traefik.wasm)
+#                copied to build/traefik/plugins-local/src/mcp-toon/ (.traefik.yml
+#                and plugin.wasm), ready for experimental.localPlugins
 #   make cli     the native measuring tool: target/release/mcp-toon
-#   make component  the WIT component: target/wasm32-wasip2/release/mcp_toon.wasm
+#   make component  the WIT component (target/wasm32-wasip2/release/
+#                mcp_toon_component.wasm), run in Wasmtime against the native core
 #   make bench   adversarial inputs (linear time), token savings, TOON
 #                throughput, Envoy latency, and what the defaults do to real
 #                MCP servers' results (BENCHMARKS.md)
@@ -50,10 +52,10 @@ WASM := $(TARGET_DIR)/wasm32-wasip1/release/mcp_toon.wasm
 # 105 KB, most of it). 2.5 MiB still catches a dependency that balloons
 # the module; docs/performance.md "Module size" has the figures.
 WASM_MAX_BYTES := 2621440
-# The Traefik plugin builds into its own target directory: the Envoy module
-# (WASM) keeps its path and its features.
-TRAEFIK_TARGET := $(TARGET_DIR)/traefik
-TRAEFIK_WASM := $(TRAEFIK_TARGET)/wasm32-wasip1/release/mcp_toon.wasm
+# The Traefik plugin is its own crate (crates/traefik), its own module
+# beside the Envoy one. Each is built alone: one command for both would
+# unify their features (src/lib.rs refuses that for the Envoy module).
+TRAEFIK_WASM := $(TARGET_DIR)/wasm32-wasip1/release/mcp_toon_traefik.wasm
 TRAEFIK_PLUGIN := build/traefik/plugins-local/src/mcp-toon
 PYTEST_ARGS ?=
 # What make bench keeps between its steps (scripts/bench.py reads it back).
@@ -75,7 +77,7 @@ build:
 # The plugin directory Traefik loads as a local plugin, under the same size
 # ceiling as the Envoy module.
 traefik:
-	$(CARGO) build --target wasm32-wasip1 --release --features traefik --target-dir $(TRAEFIK_TARGET)
+	$(CARGO) build -p mcp-toon-traefik --target wasm32-wasip1 --release
 	@size=$$(stat -c %s $(TRAEFIK_WASM)); \
 	  echo "$(TRAEFIK_WASM): $$size bytes (limit $(WASM_MAX_BYTES))"; \
 	  test "$$size" -le $(WASM_MAX_BYTES) || { echo "error: $(TRAEFIK_WASM) is larger than $(WASM_MAX_BYTES) bytes" >&2; exit 1; }
@@ -85,13 +87,13 @@ traefik:
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --features cli,component,sim,traefik -- -D warnings
-	$(CARGO) clippy --features plugin --target wasm32-wasip1 -- -D warnings
-	$(CARGO) clippy --features traefik --target wasm32-wasip1 --target-dir $(TRAEFIK_TARGET) -- -D warnings
-	$(CARGO) clippy --features component --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --features sim -- -D warnings
+	$(CARGO) clippy -p mcp-toon --features plugin --target wasm32-wasip1 -- -D warnings
+	$(CARGO) clippy -p mcp-toon-traefik --target wasm32-wasip1 -- -D warnings
+	$(CARGO) clippy -p mcp-toon-component --target wasm32-wasip2 -- -D warnings
 
 unit:
-	$(CARGO) test --workspace --features cli,component,sim,traefik
+	$(CARGO) test --workspace --features sim
 
 # The WIT component run in a real component host (Wasmtime's Python
 # embedding), compared with the native core.
@@ -105,7 +107,7 @@ wasm-tier: build
 	MCP_TOON_WASM=$(WASM) bash tests/wasm/run.sh
 
 cli:
-	$(CARGO) build --release --features cli --bin mcp-toon
+	$(CARGO) build --release -p mcp-toon-cli --bin mcp-toon
 
 e2e: bootstrap build traefik
 	$(PYTHON) -m pytest tests/e2e $(PYTEST_ARGS)

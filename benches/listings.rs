@@ -13,16 +13,16 @@
 //! gateway's combined listing by at least 80 % with three hot tools of
 //! median size.
 //!
-//! Run: `cargo bench --bench listings --features cli` (prints Markdown).
+//! Run: `cargo bench --bench listings` (prints Markdown).
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use std::path::PathBuf;
 
-use mcp_toon::cli::listing::{self, ListingReport};
-use mcp_toon::cli::tokens::Tokenizer;
 use mcp_toon::config::{Level, ListingMode, ListingsSettings};
 use mcp_toon::listing::{self as core, Catalog, Compaction, Limits, Names};
+use mcp_toon_cli::listing::{self, ListingReport};
+use mcp_toon_cli::tokens::Tokenizer;
 
 /// The servers the e2e suite runs (tests/e2e/test_real_servers.py) and
 /// the reference server-everything.

@@ -7,7 +7,7 @@
 //! operator rule, and with an agent query — each through the plugin's own
 //! pipeline (`measure_body`), so TOON still applies after projection.
 //!
-//! Run: `cargo bench --bench projection --features cli` (prints Markdown;
+//! Run: `cargo bench --bench projection` (prints Markdown;
 //! `scripts/bench.py` puts it into BENCHMARKS.md). Prints figures, asserts
 //! only that every projection applied and cut tokens.
 
@@ -16,12 +16,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mcp_toon::cli::measure::{measure_body, Target};
-use mcp_toon::cli::tokens::Tokenizer;
 use mcp_toon::config::project::Path;
 use mcp_toon::config::Rules;
 use mcp_toon::stage::project::{rules, Query};
 use mcp_toon::Settings;
+use mcp_toon_cli::measure::{measure_body, Target};
+use mcp_toon_cli::tokens::Tokenizer;
 use serde_json::{json, Value};
 
 /// (payload, operator rules as a `project` patch, agent query)

@@ -6,7 +6,7 @@
 //! Fails if the plugin's output of any payload is larger than its input, in
 //! bytes or tokens.
 //!
-//! Run: `cargo bench --bench token_savings --features cli` (prints a
+//! Run: `cargo bench --bench token_savings` (prints a
 //! Markdown table; `scripts/bench.py` puts it into BENCHMARKS.md). Another
 //! corpus: `-- --corpus=DIR`.
 
@@ -14,9 +14,9 @@
 
 use std::path::PathBuf;
 
-use mcp_toon::cli::measure::{measure_body, Target};
-use mcp_toon::cli::tokens::Tokenizer;
 use mcp_toon::Settings;
+use mcp_toon_cli::measure::{measure_body, Target};
+use mcp_toon_cli::tokens::Tokenizer;
 use serde_json::Value;
 use toon_format::EncodeOptions;
 

@@ -64,7 +64,7 @@ def machine() -> str:
 
 
 def tokens() -> str:
-    cmd = ["cargo", "bench", "--quiet", "--features", "cli", "--bench", "token_savings"]
+    cmd = ["cargo", "bench", "--quiet", "--bench", "token_savings"]
     table = sh(cmd)
     logs = json.loads(json.loads((ROOT / "bench/corpus/semi-uniform-logs.json").read_text())["result"]["content"][0]["text"])
     with_error = sum("error" in r for r in logs)
@@ -95,7 +95,7 @@ tokens.
 
 
 def throughput() -> str:
-    cmd = ["cargo", "bench", "--quiet", "--features", "cli", "--bench", "toon_throughput"]
+    cmd = ["cargo", "bench", "--quiet", "--bench", "toon_throughput"]
     out = sh(cmd)
     return f"""## Native TOON stage throughput
 
@@ -117,7 +117,7 @@ plugin takes (fast path, with its gates and the verifying decode).
 
 
 def projection() -> str:
-    cmd = ["cargo", "bench", "--quiet", "--features", "cli", "--bench", "projection"]
+    cmd = ["cargo", "bench", "--quiet", "--bench", "projection"]
     out = sh(cmd)
     tables, _, bounds = out.strip().partition("\n\n| result")
     return f"""## Projection: operator rules and agent queries (o200k_base)

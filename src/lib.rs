@@ -1,15 +1,19 @@
 //! mcp-toon: cut the tokens AI agents pay for MCP `tools/call` results.
 //!
-//! This crate is the hosts, over the engine (`mcp-toon-engine`,
+//! This crate is the Envoy host, over the engine (`mcp-toon-engine`,
 //! crates/engine: the pipeline, pages, the per-stream exchange and the
-//! driver) and the core (`mcp-toon-core`, crates/core), behind cargo
-//! features: proxy-wasm for Envoy (`adapter`), http-wasm for Traefik
-//! (`httpwasm`), the WIT component, the measuring CLI. The modules below
-//! are re-exported under the same paths (`mcp_toon::stage`,
-//! `crate::driver`), so a path reads the same on every side of a crate
-//! boundary; the boundaries themselves are the dependencies: neither the
-//! engine nor the core can name a host. No host's ABI is named outside its
-//! own module (tests/layering.rs, ARCHITECTURE.md).
+//! driver) and the core (`mcp-toon-core`, crates/core): the proxy-wasm
+//! adapter (`adapter`, feature `plugin`), whose cdylib is the module Envoy
+//! loads. The other hosts are crates of their own beside it, over the same
+//! engine: `mcp-toon-traefik` (crates/traefik, http-wasm),
+//! `mcp-toon-component` (crates/component, the WIT component) and
+//! `mcp-toon-cli` (crates/cli, the measuring tool); none depends on
+//! another, so no host can name another. The modules below are re-exported
+//! under the same paths (`mcp_toon::stage`, `crate::driver`), so a path
+//! reads the same on every side of a crate boundary; the boundaries
+//! themselves are the dependencies: neither the engine nor the core can
+//! name a host. No host's ABI is named outside its own crate or module
+//! (tests/layering.rs, ARCHITECTURE.md).
 
 #[cfg(feature = "sim")]
 pub use mcp_toon_engine::sim;
@@ -20,17 +24,16 @@ pub use mcp_toon_engine::{
 
 #[cfg(all(feature = "plugin", target_arch = "wasm32"))]
 mod adapter;
-#[cfg(feature = "cli")]
-pub mod cli;
-#[cfg(feature = "component")]
-pub mod component;
-#[cfg(feature = "traefik")]
-pub mod httpwasm;
 
-// Each adapter exports its own `_initialize`: one module is one of them.
-#[cfg(all(feature = "plugin", feature = "traefik", target_arch = "wasm32"))]
-compile_error!(
-    "features `plugin` (Envoy) and `traefik` (http-wasm) build different modules: enable one"
+// One module is one host. Cargo unifies features across the packages a
+// build selects, so the Envoy module built in one command with the Traefik
+// plugin (`cargo build --workspace --target wasm32-wasip1`) would get the
+// engine cut for http-wasm, without listings: build each on its own
+// (`make build`, `make traefik`).
+#[cfg(all(feature = "plugin", target_arch = "wasm32"))]
+const _: () = assert!(
+    !mcp_toon_engine::FOR_HTTP_WASM,
+    "the Envoy module (`plugin`) was built with the engine's `traefik` feature: build it alone"
 );
 
 pub use config::{ConfigError, Settings};

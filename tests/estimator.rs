@@ -12,7 +12,7 @@
 //! waste a sixth of itself). Then it cuts international tables to token
 //! budgets as the plugin does and counts every page in o200k_base tokens.
 //!
-//! `cargo test --features cli --test estimator -- --nocapture` prints the
+//! `cargo test --test estimator -- --nocapture` prints the
 //! error distribution, of everything and of the real-server part alone
 //! (docs/budgets-and-pages.md quotes both).
 
@@ -20,8 +20,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_toon::cli::tokens::Tokenizer;
 use mcp_toon::stage::budget::estimate::{tokens, MAX_UNDERCOUNT_PCT};
+use mcp_toon_cli::tokens::Tokenizer;
 
 /// Bytes of a slice: about 4,000 tokens of JSON, as a small page.
 const SLICE_BYTES: usize = 12_000;

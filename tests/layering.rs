@@ -8,22 +8,30 @@
 //! The layers, checked on the source. Two kinds of boundary:
 //!
 //! - between crates, the compiler's: `mcp-toon-core` (crates/core) depends
-//!   on neither crate above it, so nothing in the core can name the
-//!   pipeline, pages, the exchange, the driver or a host; `mcp-toon-engine`
-//!   (crates/engine) does not depend on `mcp-toon` (the hosts), so nothing
-//!   in the engine can name a host;
-//! - inside every crate, this test's: every top-level module sits on a
-//!   floor ([`FLOORS`], the table ARCHITECTURE.md draws), and a `crate::`
-//!   path outside test code may only reach a lower floor. Modules that
-//!   share a floor do not know each other, so no cycle can form;
-//! - inside both crates, at every depth: no module names another that, by
+//!   on no crate above it, so nothing in the core can name the pipeline,
+//!   pages, the exchange, the driver or a host; `mcp-toon-engine`
+//!   (crates/engine) depends on no host, so nothing in the engine can name
+//!   a host; each host is a crate of its own over the engine (`mcp-toon`,
+//!   the root: Envoy; [`HOST_CRATES`]: Traefik, the component, the CLI) and
+//!   depends on no other host, so no host can name another. This test
+//!   reads the manifests that make it so;
+//! - inside the root, the core and the engine, this test's: every
+//!   top-level module sits on a floor ([`FLOORS`], the table
+//!   ARCHITECTURE.md draws), and a `crate::` path outside test code may
+//!   only reach a lower floor. Modules that share a floor do not know each
+//!   other, so no cycle can form. A host crate is one top-level module of
+//!   its own (its floor is the hosts'); it reaches the engine by
+//!   `mcp_toon_engine::` paths, which the compiler keeps below it;
+//! - inside every crate, at every depth: no module names another that, by
 //!   any way round, names it back ([`module_edges`]: every `use`, `crate::`,
 //!   `super::`, `self::` and child-module path, followed through
 //!   re-exports to the module that defines the name; a module may name its
 //!   ancestors).
 //!
 //! And a few rules finer than a floor:
-//! - only the proxy-wasm adapter (`src/adapter/`) knows proxy-wasm;
+//! - only the proxy-wasm adapter (`src/adapter/`) knows proxy-wasm, only
+//!   the Traefik crate http-wasm's imports, only the component crate the
+//!   WIT glue;
 //! - the generic TOON path does not use the fast one (the dispatch in
 //!   `encode` tries the fast path first);
 //! - the host trait reaches nothing but the callout types;
@@ -38,8 +46,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its floor, lowest first. The core crate holds
-/// floors 0–4, the engine crate 5–10, the hosts' crate (this package) the
-/// rest.
+/// floors 0–4, the engine crate 5–10, the hosts the rest: `adapter` in
+/// this package, and each of [`HOST_CRATES`] as one module.
 const FLOORS: &[(&str, u8)] = &[
     // Core: readers and vocabularies that know nothing else.
     ("json", 0),
@@ -87,6 +95,23 @@ const CORE_TOP_FLOOR: u8 = 4;
 /// The floors that are the engine crate, above the core's.
 const ENGINE_TOP_FLOOR: u8 = 10;
 
+/// The hosts that are crates of their own beside this package (Envoy's):
+/// the module [`FLOORS`] names, the package, its folder. Each is its own
+/// top: nothing depends on it, and it depends on no other host.
+const HOST_CRATES: &[(&str, &str, &str)] = &[
+    ("httpwasm", "mcp-toon-traefik", "crates/traefik"),
+    ("component", "mcp-toon-component", "crates/component"),
+    ("cli", "mcp-toon-cli", "crates/cli"),
+];
+
+/// The host crate a file is in, as its module in [`FLOORS`].
+fn host_crate_of(path: &Path) -> Option<&'static str> {
+    HOST_CRATES
+        .iter()
+        .find(|(_, _, dir)| path.starts_with(root().join(dir).join("src")))
+        .map(|(module, _, _)| *module)
+}
+
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).unwrap() {
@@ -105,13 +130,20 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The source folders of the workspace's crates, lowest first.
-fn sources() -> [PathBuf; 3] {
-    [
+/// The source folders of the workspace's crates, lowest first: the core,
+/// the engine, this package (Envoy's host), the other hosts.
+fn sources() -> Vec<PathBuf> {
+    let mut out = vec![
         root().join("crates/core/src"),
         root().join("crates/engine/src"),
         root().join("src"),
-    ]
+    ];
+    out.extend(
+        HOST_CRATES
+            .iter()
+            .map(|(_, _, dir)| root().join(dir).join("src")),
+    );
+    out
 }
 
 fn all_files() -> Vec<PathBuf> {
@@ -139,9 +171,13 @@ fn code(path: &Path) -> String {
 }
 
 /// Files of a module path (`stage/toon`, `host.rs`), in whichever crate
-/// holds it.
+/// holds it; a host crate's module name (`httpwasm`) is the whole crate.
 fn under(under: &str) -> Vec<PathBuf> {
-    let found: Vec<PathBuf> = sources()
+    if let Some((_, _, dir)) = HOST_CRATES.iter().find(|(m, _, _)| *m == under) {
+        return files(&root().join(dir).join("src"));
+    }
+    // The floors' crates: the core, the engine, this package.
+    let found: Vec<PathBuf> = sources()[..3]
         .iter()
         .map(|s| s.join(under))
         .filter(|p| p.exists())
@@ -207,8 +243,12 @@ fn code_outside_tests(path: &Path) -> String {
     lines[..end].join("\n")
 }
 
-/// The top-level module a file belongs to (`crates/engine/src/page/store.rs`: `page`).
+/// The top-level module a file belongs to (`crates/engine/src/page/store.rs`:
+/// `page`); for a file of a host crate, the crate's module (`httpwasm`).
 fn top_module(path: &Path) -> String {
+    if let Some(module) = host_crate_of(path) {
+        return module.to_string();
+    }
     let rel = path.strip_prefix(source_of(path)).unwrap();
     let first = rel
         .components()
@@ -260,7 +300,9 @@ fn edges() -> Vec<(PathBuf, String, String)> {
     let mut out = Vec::new();
     for path in all_files() {
         let from = top_module(&path);
-        if from == "lib" || from == "bin" {
+        // A host crate is one top-level module: its `crate::` paths stay
+        // inside it (it names the engine as `mcp_toon_engine::`).
+        if from == "lib" || from == "bin" || host_crate_of(&path).is_some() {
             continue;
         }
         for to in reached(&code_outside_tests(&path)) {
@@ -346,15 +388,20 @@ fn the_floors_are_the_crates() {
             modules.insert(m, source_of(&path));
         }
     }
-    let [core, engine, hosts] = sources();
+    let sources = sources();
+    let (core, engine, envoy) = (&sources[0], &sources[1], &sources[2]);
     for (module, source) in &modules {
         let f = floor(module).unwrap_or_else(|| panic!("module `{module}` has no floor"));
+        let own = HOST_CRATES
+            .iter()
+            .find(|(m, _, _)| m == module)
+            .map(|(_, _, dir)| root().join(dir).join("src"));
         let expected = if f <= CORE_TOP_FLOOR {
-            &core
+            core
         } else if f <= ENGINE_TOP_FLOOR {
-            &engine
+            engine
         } else {
-            &hosts
+            own.as_ref().unwrap_or(envoy)
         };
         assert_eq!(
             source,
@@ -369,18 +416,112 @@ fn the_floors_are_the_crates() {
             "FLOORS names `{module}`, which is gone"
         );
     }
-    // No crate's manifest names a crate above it.
+    // No crate's manifest names a crate above it or, for a host, beside
+    // it: the hosts are `mcp-toon` (this package, Envoy's) and HOST_CRATES.
     let manifest = |dir: &str| fs::read_to_string(root().join(dir).join("Cargo.toml")).unwrap();
-    let core_manifest = manifest("crates/core");
+    let hosts: BTreeSet<&str> = HOST_CRATES
+        .iter()
+        .map(|(_, package, _)| *package)
+        .chain(["mcp-toon"])
+        .collect();
+    let named = |deps: &BTreeSet<String>, crates: &BTreeSet<&str>| -> Vec<String> {
+        deps.iter()
+            .filter(|d| crates.contains(d.as_str()))
+            .cloned()
+            .collect()
+    };
+    let (core_deps, core_dev) = dependencies(&manifest("crates/core"));
+    let above_core: BTreeSet<&str> = hosts.iter().copied().chain(["mcp-toon-engine"]).collect();
+    for deps in [&core_deps, &core_dev] {
+        let found = named(deps, &above_core);
+        assert!(found.is_empty(), "the core depends on {found:?}, above it");
+    }
+    let (engine_deps, engine_dev) = dependencies(&manifest("crates/engine"));
+    for deps in [&engine_deps, &engine_dev] {
+        let found = named(deps, &hosts);
+        assert!(found.is_empty(), "the engine depends on hosts: {found:?}");
+    }
+    assert!(engine_deps.contains("mcp-toon-core"));
+    for (_, package, dir) in HOST_CRATES {
+        let text = manifest(dir);
+        assert!(
+            text.contains(&format!("name = \"{package}\"")),
+            "{dir} is not {package}"
+        );
+        let (deps, dev) = dependencies(&text);
+        assert!(
+            deps.contains("mcp-toon-engine"),
+            "{package} is not over the engine"
+        );
+        for deps in [&deps, &dev] {
+            let found = named(deps, &hosts);
+            assert!(found.is_empty(), "{package} depends on hosts: {found:?}");
+        }
+    }
+    // The Envoy host names no other host; its tests and benches may use the
+    // CLI's token counts (a dev-dependency, which src/ cannot name).
+    let (envoy_deps, envoy_dev) = dependencies(&manifest("."));
+    let found = named(&envoy_deps, &hosts);
+    assert!(found.is_empty(), "mcp-toon depends on hosts: {found:?}");
+    let found = named(&envoy_dev, &hosts);
     assert!(
-        !core_manifest.contains("mcp-toon =") && !core_manifest.contains("mcp-toon-engine"),
-        "the core depends on a crate above it"
+        found.iter().all(|d| d == "mcp-toon-cli"),
+        "mcp-toon's tests depend on hosts: {found:?}"
     );
-    assert!(
-        !manifest("crates/engine").contains("mcp-toon ="),
-        "the engine depends on the hosts"
+}
+
+/// The crates a manifest depends on: (dependencies and build-dependencies,
+/// for every target; dev-dependencies).
+fn dependencies(manifest: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut deps, mut dev) = (BTreeSet::new(), BTreeSet::new());
+    // Which list the current section fills, if any.
+    let mut into: Option<bool> = None;
+    for line in manifest.lines().map(str::trim) {
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            let (table, rest) = header.split_once("dependencies").unwrap_or((header, ""));
+            into = None;
+            if table.len() < header.len() {
+                let is_dev = table.ends_with("dev-");
+                let table = table.trim_end_matches("dev-").trim_end_matches("build-");
+                if table.is_empty() || (table.starts_with("target.") && table.ends_with('.')) {
+                    let name = rest.trim_start_matches('.').trim();
+                    if !name.is_empty() {
+                        if is_dev { &mut dev } else { &mut deps }.insert(name.to_string());
+                    } else {
+                        into = Some(is_dev);
+                    }
+                }
+            }
+            continue;
+        }
+        let (Some(is_dev), Some((key, _))) = (into, line.split_once('=')) else {
+            continue;
+        };
+        if line.starts_with('#') {
+            continue;
+        }
+        let name = key.trim().split('.').next().unwrap_or_default().trim();
+        if !name.is_empty() {
+            if is_dev { &mut dev } else { &mut deps }.insert(name.to_string());
+        }
+    }
+    (deps, dev)
+}
+
+/// The manifest reader sees every way a dependency is written.
+#[test]
+fn a_planted_dependency_is_read() {
+    let (deps, dev) = dependencies(
+        "[package]\nname = \"mcp-toon-cli\"\n[features]\nhtml = [\"mcp-toon-engine/html\"]\n\
+         [dependencies]\n# mcp-toon-traefik = no\nmcp-toon = { path = \"../..\" }\n\
+         mcp-toon-engine.workspace = true\n[target.'cfg(unix)'.dependencies]\nlibc = \"0.2\"\n\
+         [build-dependencies]\ncc = \"1\"\n[dev-dependencies.mcp-toon-component]\npath = \"x\"\n\
+         [dev-dependencies]\nproptest = \"1\"\n[[bench]]\nname = \"x\"\n",
     );
-    assert!(manifest("crates/engine").contains("mcp-toon-core"));
+    let set = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(deps, set(&["cc", "libc", "mcp-toon", "mcp-toon-engine"]));
+    assert_eq!(dev, set(&["mcp-toon-component", "proptest"]));
 }
 
 #[test]
@@ -388,16 +529,32 @@ fn the_finer_rules_hold() {
     let all = all_files();
     let mut broken = Vec::new();
 
-    let outside_adapter: Vec<PathBuf> = all
-        .iter()
-        .filter(|p| !p.starts_with(root().join("src/adapter")))
-        .cloned()
-        .collect();
-    broken.extend(forbid(
-        &outside_adapter,
-        &["proxy_wasm"],
-        "only src/adapter/ knows proxy-wasm",
-    ));
+    // Each host's ABI, named in that host only: proxy-wasm's imports and
+    // exports, http-wasm's import module, the WIT glue.
+    for (home, needles, why) in [
+        (
+            "src/adapter",
+            &["proxy_wasm"][..],
+            "only src/adapter/ knows proxy-wasm",
+        ),
+        (
+            "crates/traefik/src",
+            &["\"http_handler\"", "handle_request", "handle_response"][..],
+            "only crates/traefik/ knows http-wasm",
+        ),
+        (
+            "crates/component/src",
+            &["wit_bindgen", "mcp-toon.wit"][..],
+            "only crates/component/ knows the WIT interface",
+        ),
+    ] {
+        let outside: Vec<PathBuf> = all
+            .iter()
+            .filter(|p| !p.starts_with(root().join(home)))
+            .cloned()
+            .collect();
+        broken.extend(forbid(&outside, needles, why));
+    }
 
     let fast = under("stage/toon/fast");
     let toon_mod_path = under("stage/toon/mod.rs").remove(0);
@@ -458,6 +615,7 @@ fn the_finer_rules_hold() {
         &hosts,
         &[
             "crate::exchange",
+            "mcp_toon_engine::exchange",
             "pipeline::start",
             "pipeline::process_response",
             "Exchange::new",
@@ -743,7 +901,7 @@ fn no_module_names_itself_back() {
             broken.push(format!("{}: {}", shown(&source), ties.join(", ")));
         }
     }
-    // The walk reads real edges: hundreds of them across the two crates.
+    // The walk reads real edges: hundreds of them across the crates.
     assert!(checked > 300, "only {checked} edges read");
     assert!(broken.is_empty(), "\n{}", broken.join("\n"));
 }

@@ -3,7 +3,7 @@
 The host is Wasmtime (PyPI `wasmtime`: the component model and WASI 0.2).
 Every case goes to the `wasm32-wasip2` component through its WIT interface
 (`wit/mcp-toon.wit`) and, in one batch, to `component-native` (the same
-functions compiled natively, `examples/component-native.rs`); the answers
+functions compiled natively, `crates/component/examples/component-native.rs`); the answers
 must be equal, byte for byte. A few assertions on the answers themselves
 check the cases exercise what they claim to.
 

@@ -40,11 +40,11 @@ TARGET = _target_dir()
 WASM = TARGET / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
 # `make cli`: the native measuring tool.
 CLI = TARGET / "release" / "mcp-toon"
-# `make component`: the WIT component.
-COMPONENT = TARGET / "wasm32-wasip2" / "release" / "mcp_toon.wasm"
-# `make traefik` builds into a target directory of its own (the Makefile's
-# TRAEFIK_TARGET), then copies the module into build/traefik/.
-TRAEFIK_TARGET = TARGET / "traefik"
+# `make component`: the WIT component (crates/component).
+COMPONENT = TARGET / "wasm32-wasip2" / "release" / "mcp_toon_component.wasm"
+# `make traefik`: the http-wasm module (crates/traefik), which it then
+# copies into build/traefik/ (harness.TRAEFIK_PLUGIN).
+TRAEFIK = TARGET / "wasm32-wasip1" / "release" / "mcp_toon_traefik.wasm"
 
 
 def shown(path: Path) -> str:

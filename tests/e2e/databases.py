@@ -559,7 +559,7 @@ COUNT_CONFIG = {"max_body_bytes": 256 * 1024 * 1024, "max_response_bytes": 256 *
 def cli() -> Path:
     """The project's measuring CLI (`make cli`), built if missing."""
     if not measure.CLI.exists():
-        subprocess.run(["cargo", "build", "--release", "--features", "cli", "--bin", "mcp-toon"], cwd=harness.ROOT, check=True, timeout=3600)
+        subprocess.run(["cargo", "build", "--release", "-p", "mcp-toon-cli", "--bin", "mcp-toon"], cwd=harness.ROOT, check=True, timeout=3600)
     return measure.CLI
 
 

@@ -25,18 +25,19 @@ def where(env_value: str | None) -> dict[str, Path]:
     env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
     if env_value is not None:
         env["CARGO_TARGET_DIR"] = env_value
-    code = "import artifacts; print(artifacts.TARGET); print(artifacts.WASM); print(artifacts.CLI)"
+    code = "import artifacts as a; print(a.TARGET); print(a.WASM); print(a.CLI); print(a.TRAEFIK); print(a.COMPONENT)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "tests" / "e2e", env=env, capture_output=True, text=True, check=True)
-    target, wasm, cli = (Path(line) for line in out.stdout.splitlines())
-    return {"target": target, "wasm": wasm, "cli": cli}
+    target, wasm, cli, traefik, component = (Path(line) for line in out.stdout.splitlines())
+    return {"target": target, "wasm": wasm, "cli": cli, "traefik": traefik, "component": component}
 
 
-def make_names(env_value: str | None) -> str:
-    """The module `make build` checks the size of, as make prints it (-n)."""
+def make_names(env_value: str | None, goal: str = "build") -> str:
+    """The module `make build` (or `make traefik`) checks the size of, as
+    make prints it (-n)."""
     env = {k: v for k, v in os.environ.items() if k != "CARGO_TARGET_DIR"}
     if env_value is not None:
         env["CARGO_TARGET_DIR"] = env_value
-    out = subprocess.run(["make", "-n", "build"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(["make", "-n", goal], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     m = re.search(r"stat -c %s (\S+)\)", out.stdout)
     assert m, out.stdout
     return m[1]
@@ -49,8 +50,12 @@ def test_tests_and_make_name_the_same_module(value):
     assert got["target"] == expected
     assert got["wasm"] == expected / "wasm32-wasip1" / "release" / "mcp_toon.wasm"
     assert got["cli"] == expected / "release" / "mcp-toon"
+    # Each host its own crate, its own module (issue 38).
+    assert got["traefik"] == expected / "wasm32-wasip1" / "release" / "mcp_toon_traefik.wasm"
+    assert got["component"] == expected / "wasm32-wasip2" / "release" / "mcp_toon_component.wasm"
     # make runs at the root: its relative name is the same file.
     assert (ROOT / make_names(value)).resolve() == got["wasm"].resolve()
+    assert (ROOT / make_names(value, "traefik")).resolve() == got["traefik"].resolve()
 
 
 def test_messages_show_a_path_outside_the_checkout_whole():

@@ -91,7 +91,7 @@ def o200k_tokens(page_texts: list[list[str]], work: Path) -> list[int]:
     (`mcp-toon measure`: a page that is already a TOON block passes the
     pipeline unchanged, so `tokens_before` is what the agent reads)."""
     if not CLI.exists():
-        subprocess.run(["cargo", "build", "--release", "--features", "cli", "--bin", "mcp-toon"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "mcp-toon-cli", "--bin", "mcp-toon"], cwd=ROOT, check=True)
     d = work / f"pages-{time.monotonic_ns()}"
     d.mkdir(parents=True)
     for i, items in enumerate(page_texts):

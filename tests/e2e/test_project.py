@@ -152,7 +152,7 @@ def envoy(memory: Memory, work_dir: Path):
 @pytest.fixture(scope="module")
 def cli() -> Path:
     """The measuring CLI, built as the README says."""
-    subprocess.run(["cargo", "build", "--release", "--features", "cli", "--bin", "mcp-toon"], cwd=harness.ROOT,
+    subprocess.run(["cargo", "build", "--release", "-p", "mcp-toon-cli", "--bin", "mcp-toon"], cwd=harness.ROOT,
                    check=True, capture_output=True)
     return CLI
 

@@ -19,10 +19,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::config::Loaded;
 use super::io::HttpWasm;
 use super::random::Random;
-use crate::config::Settings;
-use crate::driver::Vm;
-use crate::host::LogLevel;
-use crate::shared::SharedMemory;
+use mcp_toon_engine::config::Settings;
+use mcp_toon_engine::driver::Vm;
+use mcp_toon_engine::host::LogLevel;
+use mcp_toon_engine::shared::SharedMemory;
 
 /// How often an instance writes its counters (at `info`), at the first
 /// request after the period: http-wasm has no timer.

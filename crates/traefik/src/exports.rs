@@ -78,7 +78,7 @@ pub extern "C" fn _initialize() {
     let mut io = Abi;
     match start(&mut io) {
         Ok(instance) => {
-            if instance.logs(crate::host::LogLevel::Info) {
+            if instance.logs(mcp_toon_engine::host::LogLevel::Info) {
                 io.log(Level::Info, "mcp-toon: configuration accepted");
             }
             INSTANCE.with(|i| i.set(Some(instance)));

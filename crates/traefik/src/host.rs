@@ -2,7 +2,7 @@
 //! for a body, the piece the adapter pulled, [`super::pump`]), nothing
 //! decided. Calls the ABI has no counterpart for are refused, and the
 //! driver acts on the refusal as on any other host's: no HTTP calls (trim
-//! and re-issue are refused at load, [`crate::config::Capabilities`]), no
+//! and re-issue are refused at load, [`mcp_toon_engine::config::Capabilities`]), no
 //! properties (the decision record goes to the log and the summary
 //! header), no timer (the adapter runs the driver's tick at the first
 //! request after its period). Counters and gauges are kept per instance
@@ -12,11 +12,11 @@ use std::time::{Duration, SystemTime};
 
 use super::instance::Instance;
 use super::io::{HeaderKind, HttpWasm, Level};
-use crate::callout::LlmRequest;
-use crate::host::{
+use mcp_toon_engine::callout::LlmRequest;
+use mcp_toon_engine::host::{
     Body, Direction, HeaderMap, Headers, Host, HostError, HostResult, LogLevel, CAS_MISMATCH,
 };
-use crate::shared::{Services, Unstored};
+use mcp_toon_engine::shared::{Services, Unstored};
 
 /// proxy-wasm's `Unimplemented`: the ABI has no such call.
 pub const UNSUPPORTED: HostError = HostError(12);

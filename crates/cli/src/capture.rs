@@ -11,7 +11,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::sse::{SseFramer, Unit};
+use mcp_toon_engine::sse::{SseFramer, Unit};
 
 /// The id given to results captured without their JSON-RPC envelope.
 const SYNTHETIC_ID: u64 = 1;
@@ -130,7 +130,7 @@ fn looks_like_sse(text: &str) -> bool {
 }
 
 /// The data of each event of a stream, cut by the framer the plugin uses
-/// (`crate::sse`, WHATWG HTML §9.2.5–9.2.6). Unlike a browser, a last event
+/// (`mcp_toon_engine::sse`, WHATWG HTML §9.2.5–9.2.6). Unlike a browser, a last event
 /// without its blank line still counts: captures get cut short.
 pub(crate) fn sse_data(text: &str) -> Vec<String> {
     let mut framer = SseFramer::new(text.len().saturating_add(2));

@@ -8,9 +8,11 @@
 //! if any. A processor's shared data (the pages of the results it cut)
 //! lives in its [`Pages`], moved into each exchange's host and back.
 //!
-//! Built for `wasm32-wasip2` with `--features component` (default features
-//! on, so the same stages as the plugin, HTML → Markdown included); the
-//! proxy-wasm module never carries it. The WIT glue is
+//! The crate `mcp-toon-component`, a host over the engine beside the
+//! others (it depends on none of them). Built for `wasm32-wasip2` with
+//! `cargo build -p mcp-toon-component --target wasm32-wasip2 --release`
+//! (default features on, so the same stages as the plugin, HTML → Markdown
+//! included); the proxy-wasm module never carries it. The WIT glue is
 //! compiled for wasm only (a native cdylib cannot export names with `:`);
 //! the functions it calls are plain Rust, tested natively.
 
@@ -21,14 +23,14 @@ use std::collections::hash_map::RandomState;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::config::Settings;
-use crate::convert;
-use crate::driver::MemoryHost;
-use crate::driver::{Driver, Vm};
-use crate::host::Direction;
-use crate::report::Report;
-use crate::shared::{Entropy, SharedMemory};
-use crate::stage::project::Query;
+use mcp_toon_engine::config::Settings;
+use mcp_toon_engine::convert;
+use mcp_toon_engine::driver::MemoryHost;
+use mcp_toon_engine::driver::{Driver, Vm};
+use mcp_toon_engine::host::Direction;
+use mcp_toon_engine::report::Report;
+use mcp_toon_engine::shared::{Entropy, SharedMemory};
+use mcp_toon_engine::stage::project::Query;
 
 /// Where one processor keeps the pages of the results it cut: its own
 /// memory (a component instance shares nothing with other instances).

@@ -2,5 +2,5 @@
 //! and convert JSON ⇄ TOON with its settings. See `mcp-toon --help`.
 
 fn main() -> std::process::ExitCode {
-    mcp_toon::cli::main()
+    mcp_toon_cli::main()
 }

@@ -10,9 +10,9 @@
 use serde::Serialize;
 
 use super::tokens::Tokenizer;
-use crate::config::{Level, ListingMode, ListingsSettings};
-use crate::listing::{self, Catalog, Compaction, Limits, Names};
-use crate::mcp;
+use mcp_toon_engine::config::{Level, ListingMode, ListingsSettings};
+use mcp_toon_engine::listing::{self, Catalog, Compaction, Limits, Names};
+use mcp_toon_engine::mcp;
 
 /// Bytes and tokens of one form of a listing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -16,8 +16,8 @@
 
 use serde::Deserialize;
 
-use crate::config::{Capabilities, ConfigError, Settings};
-use crate::host::LogLevel;
+use mcp_toon_engine::config::{Capabilities, ConfigError, Settings};
+use mcp_toon_engine::host::LogLevel;
 
 /// The options, as Traefik sends them (every value a string).
 #[derive(Debug, Default, Deserialize)]
@@ -105,7 +105,7 @@ fn strip_position(message: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::load;
-    use crate::host::LogLevel;
+    use mcp_toon_engine::host::LogLevel;
 
     #[test]
     fn no_options_mean_every_default() {

@@ -20,9 +20,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{Settings, StreamInfo};
-use crate::convert;
-use crate::marker;
+use mcp_toon_engine::config::{Settings, StreamInfo};
+use mcp_toon_engine::convert;
+use mcp_toon_engine::marker;
 use measure::{Payload, Target};
 use tokens::Tokenizer;
 

@@ -15,8 +15,8 @@
 use super::host::{Request, Traefik};
 use super::instance::Instance;
 use super::io::{BodyKind, HttpWasm};
-use crate::driver::Driver;
-use crate::host::{Action, Direction};
+use mcp_toon_engine::driver::Driver;
+use mcp_toon_engine::host::{Action, Direction};
 
 /// Bytes pulled per `read_body`.
 pub const PIECE: usize = 64 * 1024;

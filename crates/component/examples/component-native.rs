@@ -14,7 +14,7 @@
 use std::io::Read;
 use std::process::ExitCode;
 
-use mcp_toon::component;
+use mcp_toon_component as component;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

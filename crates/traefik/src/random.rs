@@ -8,7 +8,7 @@
 //! asks for come from HMAC-SHA256 (RFC 2104) keyed by a seed that mixes
 //! `random_get` (real on a host that seeds it), the operator's secret (the
 //! configuration requires `paging.key` where pages are kept,
-//! [`crate::config::Capabilities::HTTP_WASM`]) and the wall clock's
+//! [`mcp_toon_engine::config::Capabilities::HTTP_WASM`]) and the wall clock's
 //! nanoseconds at the instance's start and at every request. Each draw
 //! moves the key on, so one output says nothing of the next.
 

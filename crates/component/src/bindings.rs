@@ -9,10 +9,10 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use crate::config::Settings;
+use mcp_toon_engine::config::Settings;
 
 wit_bindgen::generate!({
-    path: "wit",
+    path: "../../wit",
     world: "mcp-toon",
 });
 

@@ -7,8 +7,8 @@ use super::host::{Reply, Request, Traefik};
 use super::instance::{nanos, Instance, COUNTERS_EVERY};
 use super::io::{HeaderKind, HttpWasm, Level, BUFFER_REQUEST, BUFFER_RESPONSE};
 use super::pump::pump;
-use crate::driver::{self, Driver};
-use crate::host::{Direction, LogLevel};
+use mcp_toon_engine::driver::{self, Driver};
+use mcp_toon_engine::host::{Direction, LogLevel};
 
 /// A request gone on to the next handler, waiting for its response.
 pub struct Pending {

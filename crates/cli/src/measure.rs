@@ -14,13 +14,13 @@ use serde::Serialize;
 use super::capture::{self, Kind};
 use super::listing::{self, ListingReport};
 use super::tokens::Tokenizer;
-use crate::config::{Settings, StreamInfo};
-use crate::driver::MemoryHost;
-use crate::driver::{Driver, Vm};
-use crate::host::Direction;
-use crate::mcp;
-use crate::outcome::{Outcome, Reason};
-use crate::report::{Decision, Report};
+use mcp_toon_engine::config::{Settings, StreamInfo};
+use mcp_toon_engine::driver::MemoryHost;
+use mcp_toon_engine::driver::{Driver, Vm};
+use mcp_toon_engine::host::Direction;
+use mcp_toon_engine::mcp;
+use mcp_toon_engine::outcome::{Outcome, Reason};
+use mcp_toon_engine::report::{Decision, Report};
 
 /// One captured payload: a name to show and the bytes as saved.
 #[derive(Debug, Clone)]

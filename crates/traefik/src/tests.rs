@@ -372,7 +372,7 @@ fn a_result_past_the_memory_budget_is_left_as_it_came() {
     let mut i = instance(&mut fake);
     let response = result(&table(20_000));
     // Its stages' working memory alone is past the budget.
-    assert!(response.len() * crate::config::VM_WORK_FACTOR > 1 << 20);
+    assert!(response.len() * mcp_toon_engine::config::VM_WORK_FACTOR > 1 << 20);
     fake.post(&call("rows", json!({})));
     let pending = flow::handle_request(&mut i, &mut fake).unwrap();
     fake.answer("application/json", &response);
@@ -606,7 +606,7 @@ fn decisions_and_counters_reach_the_log_at_their_levels() {
 #[test]
 fn a_closed_request_never_goes_on() {
     use super::host::{Request, Traefik, GONE};
-    use crate::host::{Direction, Host};
+    use mcp_toon_engine::host::{Direction, Host};
     let mut fake = Fake::new("");
     let mut i = instance(&mut fake);
     let mut request = Request::default();

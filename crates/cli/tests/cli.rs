@@ -1,5 +1,5 @@
 //! The `mcp-toon` binary, run as a user would, on the captured payloads in
-//! `tests/fixtures/payloads/`:
+//! the repository's `tests/fixtures/payloads/`:
 //!
 //! | file                  | shape                                   | expected        |
 //! |-----------------------|-----------------------------------------|-----------------|
@@ -29,7 +29,7 @@ fn bin() -> Command {
 }
 
 fn payloads() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/payloads")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/payloads")
 }
 
 fn run(args: &[&str]) -> Output {
@@ -332,7 +332,7 @@ fn bad_configuration_exits_2_with_the_plugin_message() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).trim(),
-        mcp_toon::Settings::from_json(r#"{"toon":{"min_savings_pct":95}}"#)
+        mcp_toon_engine::Settings::from_json(r#"{"toon":{"min_savings_pct":95}}"#)
             .unwrap_err()
             .to_string()
     );
@@ -382,13 +382,13 @@ fn encode_output_is_the_plugins_emission() {
     let text = Value::Array(rows).to_string();
     let enc = run_stdin(&["encode"], text.as_bytes());
     let body = serde_json::json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":text}]}}).to_string();
-    let request = mcp_toon::mcp::RequestInfo::parse(
+    let request = mcp_toon_engine::mcp::RequestInfo::parse(
         br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
     )
     .unwrap();
-    let mut report = mcp_toon::Report::default();
-    let out = mcp_toon::pipeline::process_response(
-        &mcp_toon::Settings::default(),
+    let mut report = mcp_toon_engine::Report::default();
+    let out = mcp_toon_engine::pipeline::process_response(
+        &mcp_toon_engine::Settings::default(),
         Default::default(),
         &request,
         body.as_bytes(),
